@@ -1,0 +1,1 @@
+# bench: rules added by the owner of this area

@@ -1,0 +1,8 @@
+# Tests: one directory per area, each with its own local.mk; the shared
+# harness (real datd processes, bounded child programs) is built once here.
+if HAVE_CRITERION
+check_LTLIBRARIES += tests/libharness.la
+tests_libharness_la_SOURCES = tests/harness.c tests/harness.h
+tests_libharness_la_CFLAGS = $(AM_CFLAGS) -fvisibility=default
+endif
+EXTRA_DIST += tests/run-suite
