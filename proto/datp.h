@@ -21,9 +21,13 @@
 #define DATP_VERSION_MIN 1
 #define DATP_VERSION_MAX 1
 
-/* Largest packet either side sends or accepts.  Receivers read with a
- * buffer one byte larger and MSG_TRUNC to detect anything bigger. */
+/* Largest packet either side sends or accepts.  datp_recv() reads with
+ * MSG_TRUNC, so a bigger packet is reported with its real length. */
 #define DATP_MAX_MESSAGE 4096
+
+/* Most descriptors one packet can carry (no v1 message carries any); also
+ * the size of datp_recv()'s control buffer. */
+#define DATP_MAX_FDS 16
 
 #define DATP_NAME_MAX 256      /* == DAT_NAME_MAX_LENGTH */
 #define DATP_TRANSPORT_MAX 16  /* "shm", "tcp", "verbs" */
@@ -62,8 +66,9 @@ struct datp_header {
 
 /* Every reply body starts with this. */
 struct datp_status {
-        uint32_t dat_status; /* a DAT_RETURN: major | minor code */
-        int32_t sys_errno;   /* the errno behind a failure, 0 if none */
+        uint32_t dat_status; /* a DAT_RETURN: DAT_SUCCESS (0), or
+                                DAT_CLASS_ERROR | type | subtype */
+        int32_t sys_errno;   /* the errno behind a failure, 0 if none; 0..4095 */
 };
 
 /* ---- HELLO: the first message on every connection ---------------------- */
@@ -86,7 +91,8 @@ struct datp_hello_reply {
 /* ---- IA description shared by IA_OPEN and IA_QUERY replies ------------- */
 
 /* What datd knows about an IA and what the client is allowed on it.  Every
- * string is NUL terminated inside its array. */
+ * string is NUL terminated inside its array.  A reply whose status is not
+ * DAT_SUCCESS carries no IA: its ia_id and info are all zero. */
 struct datp_ia_info {
         char name[DATP_NAME_MAX];          /* datd's name of the IA, e.g. "shm" */
         char transport[DATP_TRANSPORT_MAX];/* "shm", "tcp" or "verbs" */
@@ -96,8 +102,9 @@ struct datp_ia_info {
         uint32_t hw_version_minor;
         uint32_t fw_version_major;
         uint32_t fw_version_minor;
-        struct sockaddr_storage address;   /* the IA address peers connect to */
-        uint32_t address_len;              /* bytes of address in use */
+        struct sockaddr_storage address;   /* the IA address peers connect to;
+                                              bytes past address_len are 0 */
+        uint32_t address_len;              /* bytes of address in use, 0 = none */
         uint32_t mtu;                      /* link MTU, 0 when not meaningful */
         /* The client's quota on this IA, from datd's policy. */
         uint32_t max_eps;
@@ -205,8 +212,13 @@ void datp_header_init(struct datp_header *hdr, uint16_t type, uint16_t version,
 
 /* Checks a received packet of len bytes (with nfds descriptors attached)
  * that this side (dir) is meant to receive.  version is the negotiated
- * version, or 0 before HELLO (then only HELLO/HELLO reply are accepted with
- * any version in [DATP_VERSION_MIN, DATP_VERSION_MAX] in the header).
+ * version, or 0 before HELLO.  Before HELLO only HELLO (to the daemon), HELLO
+ * reply and ERROR (to the client) are accepted: HELLO and ERROR keep their
+ * v1 layout in every version, so their header may carry any version >= 1
+ * (HELLO: the sender's max_version; a HELLO with no version in common with
+ * [DATP_VERSION_MIN, DATP_VERSION_MAX] is DATP_E_VERSION); a HELLO reply
+ * must carry a version in that range.  After HELLO every message must carry
+ * exactly the negotiated version.  buf need not be aligned.
  * Returns DATP_OK or a negative enum datp_decode_error; on failure *reason
  * (if not NULL) points to a static human-readable explanation. */
 int datp_validate(const void *buf, size_t len, unsigned nfds,
@@ -237,7 +249,11 @@ int datp_send(int sock, const struct datp_header *hdr, const int *fds, unsigned 
  * orderly shutdown, or -errno.  Descriptors that came with the packet are
  * stored in fds (up to max_fds, *nfds set to how many arrived); any beyond
  * max_fds are closed here.  With max_fds == 0 every received fd is closed and
- * *nfds still tells how many there were. */
+ * *nfds still tells how many there were.  fds[0..max_fds) slots that hold no
+ * received descriptor are set to -1.  If the descriptors did not all fit
+ * (more than DATP_MAX_FDS, MSG_CTRUNC) every one that arrived is closed, none
+ * is stored and *nfds is at least 1, so the packet is refused either way.
+ * Received descriptors are close-on-exec. */
 ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
                   unsigned *nfds);
 

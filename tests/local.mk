@@ -6,3 +6,8 @@ tests_libharness_la_SOURCES = tests/harness.c tests/harness.h
 tests_libharness_la_CFLAGS = $(AM_CFLAGS) -fvisibility=default
 endif
 EXTRA_DIST += tests/run-suite
+include tests/proto/local.mk
+include tests/libdat/local.mk
+include tests/daemon/local.mk
+include tests/datctl/local.mk
+include tests/abi/local.mk

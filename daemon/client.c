@@ -1,0 +1,267 @@
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/client.h"
+#include "daemon/log.h"
+
+/* Packets handled per client per wakeup: a client that floods the socket
+ * waits its turn behind the others instead of starving them. */
+#define CLIENT_BATCH 16
+
+static uint64_t now_usec(clockid_t clock)
+{
+        struct timespec ts;
+
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+IaInstance *ia_instance_free(IaInstance *i)
+{
+        Client *c;
+
+        if (!i)
+                return NULL;
+        c = i->client;
+        LIST_REMOVE(instances, c->instances, i);
+        c->n_instances--;
+        i->ia->n_open--;
+        c->manager->n_ias_open--;
+        c->manager->counters.ia_closes++;
+        manager_update_status(c->manager);
+        free(i);
+        return NULL;
+}
+
+IaInstance *client_find_ia(Client *c, uint32_t id)
+{
+        IaInstance *i;
+
+        LIST_FOREACH(instances, i, c->instances)
+                if (i->id == id)
+                        return i;
+        return NULL;
+}
+
+int client_open_ia(Client *c, Ia *ia, IaInstance **ret)
+{
+        IaInstance *i = calloc(1, sizeof(*i));
+
+        if (!i)
+                return -ENOMEM;
+        /* Ids are not reused soon, so that a stale id from a closed instance
+         * fails instead of reaching a new one; 0 is never an id. */
+        do
+                i->id = ++c->next_ia_id;
+        while (i->id == 0 || client_find_ia(c, i->id));
+        i->client = c;
+        i->ia = ia;
+        LIST_PREPEND(instances, c->instances, i);
+        c->n_instances++;
+        ia->n_open++;
+        c->manager->n_ias_open++;
+        manager_update_status(c->manager);
+        *ret = i;
+        return 0;
+}
+
+Client *client_free(Client *c)
+{
+        if (!c)
+                return NULL;
+        while (c->instances)
+                ia_instance_free(c->instances);
+        if (c->manager) {
+                LIST_REMOVE(clients, c->manager->clients, c);
+                c->manager->n_clients--;
+                manager_update_status(c->manager);
+        }
+        sd_event_source_disable_unref(c->io);
+        if (c->fd >= 0)
+                close(c->fd);
+        for (uint32_t k = 0; k < c->n_pending && c->pending; k++)
+                free(c->pending[(c->pending_head + k) % c->manager->config->limits.max_pending_replies]);
+        free(c->pending);
+        peer_done(&c->peer);
+        free(c);
+        return NULL;
+}
+
+/* Closes the client.  error says why: 0, -EPIPE or -ECONNRESET is the client
+ * going away; anything else is datd dropping it. */
+static void client_disconnect(Client *c, int error)
+{
+        Manager *m = c->manager;
+
+        if (error == 0 || error == -EPIPE || error == -ECONNRESET)
+                log_debug("Client %" PRIu64 " (pid %d) disconnected.", c->id, (int) c->peer.pid);
+        else {
+                m->counters.clients_dropped++;
+                log_warning("Dropping client %" PRIu64 " (pid %d, uid %u, %s): %s.", c->id,
+                            (int) c->peer.pid, (unsigned) c->peer.uid, c->peer.comm,
+                            error == -EPROTO ? "fatal protocol error"
+                            : error == -ENOBUFS ? "too many replies pending"
+                            : strerror(-error));
+        }
+        client_free(c);
+}
+
+static int client_queue(Client *c, const struct datp_header *msg)
+{
+        uint32_t max = c->manager->config->limits.max_pending_replies;
+        struct datp_header *copy;
+        int r;
+
+        if (c->n_pending >= max)
+                return -ENOBUFS;
+        if (!c->pending) {
+                c->pending = calloc(max, sizeof(*c->pending));
+                if (!c->pending)
+                        return -ENOMEM;
+        }
+        copy = malloc(msg->length);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, msg, msg->length);
+        c->pending[(c->pending_head + c->n_pending) % max] = copy;
+        if (c->n_pending++ == 0) {
+                r = sd_event_source_set_io_events(c->io, EPOLLIN | EPOLLOUT);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int client_send(Client *c, const struct datp_header *msg)
+{
+        /* Behind queued replies a new one must wait, or order would break. */
+        if (c->n_pending == 0) {
+                int r = datp_send(c->fd, msg, NULL, 0);
+
+                if (r != -EAGAIN)
+                        return r;
+        }
+        return client_queue(c, msg);
+}
+
+static int client_flush(Client *c)
+{
+        uint32_t max = c->manager->config->limits.max_pending_replies;
+
+        while (c->n_pending > 0) {
+                struct datp_header **slot = &c->pending[c->pending_head];
+                int r = datp_send(c->fd, *slot, NULL, 0);
+
+                if (r == -EAGAIN)
+                        return 0;
+                if (r < 0)
+                        return r;
+                free(*slot);
+                *slot = NULL;
+                c->pending_head = (c->pending_head + 1) % max;
+                c->n_pending--;
+        }
+        return sd_event_source_set_io_events(c->io, EPOLLIN);
+}
+
+static int client_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        Client *c = userdata;
+        union datp_message msg;
+        int r;
+
+        if (revents & EPOLLOUT) {
+                r = client_flush(c);
+                if (r < 0) {
+                        client_disconnect(c, r);
+                        return 0;
+                }
+        }
+        if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+                return 0;
+
+        for (unsigned i = 0; i < CLIENT_BATCH; i++) {
+                unsigned nfds = 0;
+                ssize_t n;
+
+                /* max_fds 0: no request carries descriptors, so any that came
+                 * along are closed right here and the packet is refused. */
+                n = datp_recv(fd, &msg, NULL, 0, &nfds);
+                if (n == -EAGAIN || n == -EINTR)
+                        return 0;
+                if (n <= 0) {
+                        client_disconnect(c, (int) n);
+                        return 0;
+                }
+                r = client_handle_packet(c, &msg, (size_t) n, nfds);
+                if (r < 0) {
+                        client_disconnect(c, r);
+                        return 0;
+                }
+        }
+        return 0;
+}
+
+/* Why a new connection must be refused, or NULL. */
+static const char *client_over_limit(Manager *m, const Peer *peer)
+{
+        const Limits *l = &m->config->limits;
+
+        if (m->n_clients >= l->max_clients)
+                return "max_clients";
+        if (manager_clients_of_uid(m, peer->uid) >= l->max_clients_per_uid)
+                return "max_clients_per_uid";
+        return NULL;
+}
+
+void client_accept(Manager *m, int fd)
+{
+        const char *limit;
+        Client *c;
+        int r;
+
+        c = calloc(1, sizeof(*c));
+        if (!c) {
+                close(fd);
+                log_oom();
+                return;
+        }
+        c->fd = fd;
+        r = peer_identify(fd, &c->peer);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to identify a new client, closing it: %m");
+                client_free(c);
+                return;
+        }
+        limit = client_over_limit(m, &c->peer);
+        if (limit) {
+                m->counters.clients_rejected++;
+                log_warning("Refusing client pid %d uid %u (%s): %s reached.", (int) c->peer.pid,
+                            (unsigned) c->peer.uid, c->peer.comm, limit);
+                client_free(c);
+                return;
+        }
+        r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, client_on_io, c);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to watch a new client: %m");
+                client_free(c);
+                return;
+        }
+        c->id = ++m->next_client_id;
+        c->connected_usec = now_usec(CLOCK_REALTIME);
+        c->manager = m;
+        LIST_PREPEND(clients, m->clients, c);
+        m->n_clients++;
+        m->counters.clients_accepted++;
+        manager_update_status(m);
+        log_debug("Client %" PRIu64 " connected: pid %d uid %u gid %u (%s).", c->id,
+                  (int) c->peer.pid, (unsigned) c->peer.uid, (unsigned) c->peer.gid, c->peer.comm);
+}

@@ -1,0 +1,66 @@
+/* A client: one libdat connection on the protocol socket, identified by the
+ * kernel's credentials, owning everything it opened. */
+#ifndef DATD_DAEMON_CLIENT_H
+#define DATD_DAEMON_CLIENT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "daemon/ia.h"
+#include "daemon/list.h"
+#include "daemon/manager.h"
+#include "daemon/peer.h"
+#include "proto/datp.h"
+
+typedef struct IaInstance IaInstance;
+
+/* An IA as one client opened it: dies with the client. */
+struct IaInstance {
+        Client *client;
+        Ia *ia;
+        uint32_t id;                    /* the ia_id the client uses; never 0 */
+        LIST_FIELDS(IaInstance, instances);
+};
+
+struct Client {
+        Manager *manager;               /* NULL until linked into the Manager */
+        LIST_FIELDS(Client, clients);
+        uint64_t id;
+        int fd;
+        sd_event_source *io;
+        Peer peer;
+        uint64_t connected_usec;        /* CLOCK_REALTIME */
+
+        uint16_t version;               /* negotiated by HELLO, 0 before */
+        uint32_t protocol_errors;
+
+        IaInstance *instances;
+        uint32_t n_instances;
+        uint32_t next_ia_id;
+
+        /* Replies the socket had no room for, oldest first: a ring of
+         * limits.max_pending_replies slots, allocated on first use. */
+        struct datp_header **pending;
+        uint32_t pending_head;
+        uint32_t n_pending;
+};
+
+/* A new connection on the protocol socket: takes fd, and either makes it a
+ * client or (over a limit) closes it. */
+void client_accept(Manager *m, int fd);
+Client *client_free(Client *c);
+
+/* Sends a reply, or queues it while the socket is full.  -ENOBUFS when the
+ * queue is at its limit: the caller drops the client. */
+int client_send(Client *c, const struct datp_header *msg);
+
+int client_open_ia(Client *c, Ia *ia, IaInstance **ret);
+IaInstance *client_find_ia(Client *c, uint32_t id);
+IaInstance *ia_instance_free(IaInstance *i);
+
+/* request.c: one received packet of len bytes (len may exceed the buffer:
+ * the packet was oversized).  Negative: close the client. */
+int client_handle_packet(Client *c, const union datp_message *msg, size_t len, unsigned nfds);
+
+#endif

@@ -1,0 +1,83 @@
+/* datctl: the "X list" commands, described as data.
+ *
+ * Every List*() method of datd returns an array of structs.  A list_view
+ * names the method, the struct's fields (their D-Bus types and JSON keys,
+ * which are the field names of DBUS-API.md in lower_snake_case) and the
+ * columns people see.  The reply becomes a JSON array of objects first;
+ * --json prints that, the human table is drawn from it, so both outputs
+ * always show the same data.  A new list command is a new list_view. */
+#ifndef DATD_DAEMON_DATCTL_LIST_H
+#define DATD_DAEMON_DATCTL_LIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <systemd/sd-bus.h>
+
+#include "datctl-table.h"
+
+enum list_field_type {
+        LIST_FIELD_STRING,      /* s */
+        LIST_FIELD_U32,         /* u */
+        LIST_FIELD_U64,         /* t */
+        LIST_FIELD_TIMESTAMP,   /* t, CLOCK_REALTIME µs, 0 = never; JSON: KEY as an
+                                 * ISO 8601 UTC string (null for 0) and KEY_usec */
+        LIST_FIELD_STRINGS,     /* as */
+};
+
+struct list_field {
+        const char *key;
+        enum list_field_type type;
+};
+
+enum list_cell {
+        LIST_CELL_TEXT,         /* a string field */
+        LIST_CELL_NUMBER,       /* an integer field, right-aligned */
+        LIST_CELL_USER,         /* the user name of a UID field, "-" if it has none */
+        LIST_CELL_JOINED,       /* a string array, comma-separated */
+        LIST_CELL_TIMESTAMP,    /* a timestamp field: "2026-11-22 06:12:01 UTC" */
+        LIST_CELL_AGE,          /* a timestamp field, as its age: "3min 12s" */
+};
+
+struct list_column {
+        const char *header;
+        const char *key;        /* the field shown */
+        enum list_cell cell;
+        bool may_shrink;        /* long free text that may be cut on a terminal */
+};
+
+struct list_view {
+        const char *method;     /* on org.datd.Datd1.Manager, no arguments */
+        const struct list_field *fields;
+        size_t n_fields;
+        const struct list_column *columns;
+        size_t n_columns;
+        const char *noun;       /* legend: "1 IA listed." */
+        const char *nouns;      /* legend: "2 IAs listed." */
+};
+
+/* The list commands datctl has: "ia list", "client list". */
+extern const struct list_view list_view_ias;
+extern const struct list_view list_view_clients;
+
+/* The D-Bus type of the method's reply, "a(ssssuu)"; malloc'd. */
+char *list_signature(const struct list_view *v);
+
+/* Converts a List*() reply into a JSON array of objects.  Reports a reply
+ * of the wrong type itself.  Returns 0 or -errno. */
+int list_from_message(sd_bus_message *reply, const struct list_view *v, json_t **ret);
+
+/* Draws the rows of list_from_message() as a table; now (CLOCK_REALTIME µs)
+ * is what ages are measured against.  Returns 0 or -ENOMEM. */
+int list_to_table(json_t *rows, const struct list_view *v, uint64_t now, struct table **ret);
+
+struct datd_bus;
+struct datctl_output;
+
+/* The whole command: calls the method, prints JSON or the table and its
+ * legend ("2 IAs listed.").  Returns 0 or -errno, reported. */
+int list_show(struct datd_bus *bus, const struct list_view *v, const struct datctl_output *o);
+
+#endif

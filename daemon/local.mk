@@ -1,0 +1,51 @@
+# daemon: datd (the broker) and datctl (the administrator's tool).
+
+# datd ------------------------------------------------------------------------
+sbin_PROGRAMS += daemon/datd
+daemon_datd_SOURCES = \
+	daemon/datd.c \
+	daemon/manager.c \
+	daemon/client.c \
+	daemon/request.c \
+	daemon/bus.c \
+	daemon/config.c \
+	daemon/ia.c \
+	daemon/netif.c \
+	daemon/peer.c \
+	daemon/policy.c \
+	daemon/log.c
+daemon_datd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JANSSON_CFLAGS)
+daemon_datd_LDADD = proto/libdatp.la $(SYSTEMD_LIBS) $(JANSSON_LIBS)
+if HAVE_VERBS
+daemon_datd_SOURCES += daemon/ia-verbs.c
+daemon_datd_CFLAGS += $(IBVERBS_CFLAGS)
+daemon_datd_LDADD += $(IBVERBS_LIBS)
+endif
+
+noinst_HEADERS += \
+	daemon/bus.h \
+	daemon/client.h \
+	daemon/config.h \
+	daemon/ia.h \
+	daemon/ia-verbs.h \
+	daemon/list.h \
+	daemon/log.h \
+	daemon/manager.h \
+	daemon/netif.h \
+	daemon/peer.h \
+	daemon/policy.h
+
+EXTRA_DIST += daemon/DBUS-API.md
+
+# datctl ----------------------------------------------------------------------
+bin_PROGRAMS += daemon/datctl
+daemon_datctl_SOURCES = \
+	daemon/datctl.c daemon/datctl.h \
+	daemon/datctl-bus.c daemon/datctl-bus.h \
+	daemon/datctl-format.c daemon/datctl-format.h \
+	daemon/datctl-list.c daemon/datctl-list.h \
+	daemon/datctl-status.c daemon/datctl-status.h \
+	daemon/datctl-table.c daemon/datctl-table.h
+daemon_datctl_CPPFLAGS = $(AM_CPPFLAGS) -DDATCTL_SEPARATE_UNITS
+daemon_datctl_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JANSSON_CFLAGS)
+daemon_datctl_LDADD = $(SYSTEMD_LIBS) $(JANSSON_LIBS)

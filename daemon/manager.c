@@ -1,0 +1,378 @@
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/bus.h"
+#include "daemon/client.h"
+#include "daemon/log.h"
+#include "daemon/manager.h"
+#include "daemon/policy.h"
+
+/* Connections taken per wakeup of the listening socket. */
+#define ACCEPT_BATCH 16
+/* Out of descriptors: how long the listening socket rests. */
+#define ACCEPT_RETRY_USEC (100 * 1000)
+
+static char *path_join(const char *dir, const char *name)
+{
+        char *p;
+
+        if (asprintf(&p, "%s/%s", dir, name) < 0)
+                return NULL;
+        return p;
+}
+
+int manager_new(Config *config, Manager **ret)
+{
+        Manager *m = calloc(1, sizeof(*m));
+
+        if (!m) {
+                config_free(config);
+                return -ENOMEM;
+        }
+        m->config = config;
+        m->listen_fd = -1;
+        m->bus_listen_fd = -1;
+        m->version = PACKAGE_VERSION;
+        m->runtime_dir = strdup(config->runtime_dir);
+        m->socket_path = path_join(config->runtime_dir, DATD_SOCKET_NAME);
+        m->bus_socket_path = path_join(config->runtime_dir, DATD_BUS_SOCKET_NAME);
+        if (!m->runtime_dir || !m->socket_path || !m->bus_socket_path) {
+                manager_free(m);
+                return -ENOMEM;
+        }
+        *ret = m;
+        return 0;
+}
+
+Manager *manager_free(Manager *m)
+{
+        if (!m)
+                return NULL;
+        m->stopping = true;
+        while (m->clients)
+                client_free(m->clients);
+        manager_bus_done(m);
+        sd_event_source_disable_unref(m->listen_source);
+        sd_event_source_disable_unref(m->accept_retry);
+        if (m->listen_fd >= 0) {
+                close(m->listen_fd);
+                if (m->listen_fd_ours)
+                        unlink(m->socket_path);
+        }
+        sd_event_unref(m->event);
+        ia_registry_done(&m->ias);
+        config_free(m->config);
+        free(m->runtime_dir);
+        free(m->socket_path);
+        free(m->bus_socket_path);
+        free(m->status);
+        free(m);
+        return NULL;
+}
+
+uint32_t manager_clients_of_uid(Manager *m, uid_t uid)
+{
+        uint32_t n = 0;
+        Client *c;
+
+        LIST_FOREACH(clients, c, m->clients)
+                if (c->peer.uid == uid)
+                        n++;
+        return n;
+}
+
+bool manager_peer_may_administer(Manager *m, const Peer *peer)
+{
+        if (peer->uid == 0)
+                return true;
+        for (size_t i = 0; i < m->ias.n; i++)
+                if (policy_allows(m->ias.ias[i].config, peer))
+                        return true;
+        return false;
+}
+
+void manager_update_status(Manager *m)
+{
+        char *status;
+
+        if (m->stopping || m->start_timestamp == 0)
+                return;
+        if (asprintf(&status, "STATUS=%u clients, %u IAs open", m->n_clients, m->n_ias_open) < 0)
+                return;
+        if (m->status && strcmp(status, m->status) == 0) {
+                free(status);
+                return;
+        }
+        (void) sd_notify(false, status);
+        free(m->status);
+        m->status = status;
+}
+
+/* ---- signals ------------------------------------------------------------- */
+
+static int manager_on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
+                                  void *userdata)
+{
+        Manager *m = userdata;
+
+        log_info("Received SIG%s, shutting down.", sigabbrev_np((int) si->ssi_signo));
+        return sd_event_exit(m->event, 0);
+}
+
+static int manager_on_sighup(sd_event_source *s, const struct signalfd_siginfo *si,
+                             void *userdata)
+{
+        log_notice("Received SIGHUP: reloading the configuration is not supported yet, "
+                   "restart datd to apply a changed datd.conf.");
+        return 0;
+}
+
+static int manager_setup_signals(Manager *m)
+{
+        int r;
+
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, manager_on_exit_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, manager_on_exit_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, manager_on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch signals: %m");
+        return 0;
+}
+
+/* ---- the protocol socket ----------------------------------------------- */
+
+/* Something still answering on path means another datd runs there; a
+ * refused connection means a leftover socket file that may be replaced. */
+static int unix_path_check_stale(const char *path, int type)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -EEXIST;
+        fd = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        strcpy(sa.sun_path, path);
+        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) >= 0 || errno == EAGAIN)
+                return -EADDRINUSE;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+int manager_listen_unix(const char *path, int type, int *ret_fd)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return log_error_errno(-ENAMETOOLONG, "Socket path %s is too long.", path);
+        strcpy(sa.sun_path, path);
+        r = unix_path_check_stale(path, type);
+        if (r == -EADDRINUSE)
+                return log_error_errno(r, "Another datd is listening on %s.", path);
+        if (r < 0)
+                return log_error_errno(r, "Cannot replace %s: %m", path);
+        fd = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to create a socket: %m");
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return log_error_errno(-errno, "Failed to bind %s: %m", path);
+        /* Anyone may connect: access is decided per request, by the peer's
+         * credentials and the policy. */
+        if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
+                r = log_error_errno(-errno, "Failed to listen on %s: %m", path);
+                unlink(path);
+                return r;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int manager_on_accept_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+
+        return sd_event_source_set_enabled(m->listen_source, SD_EVENT_ON);
+}
+
+/* Out of descriptors the socket stays readable: rest a little instead of
+ * spinning on accept(). */
+static void manager_pause_accepting(Manager *m)
+{
+        int r;
+
+        r = sd_event_source_set_enabled(m->listen_source, SD_EVENT_OFF);
+        if (r >= 0 && m->accept_retry)
+                r = sd_event_source_set_time_relative(m->accept_retry, ACCEPT_RETRY_USEC);
+        if (r >= 0 && m->accept_retry)
+                r = sd_event_source_set_enabled(m->accept_retry, SD_EVENT_ONESHOT);
+        else if (r >= 0)
+                r = sd_event_add_time_relative(m->event, &m->accept_retry, CLOCK_MONOTONIC,
+                                               ACCEPT_RETRY_USEC, 0, manager_on_accept_retry, m);
+        if (r < 0)
+                log_warning_errno(r, "Failed to schedule accepting again: %m");
+}
+
+static int manager_on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        Manager *m = userdata;
+
+        for (unsigned i = 0; i < ACCEPT_BATCH; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+                if (cfd >= 0) {
+                        client_accept(m, cfd);
+                        continue;
+                }
+                if (errno == EAGAIN || errno == EINTR)
+                        return 0;
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                        log_warning_errno(errno, "Failed to accept a client: %m");
+                        manager_pause_accepting(m);
+                        return 0;
+                }
+                /* ECONNABORTED and friends: that one connection is gone. */
+                log_debug_errno(errno, "Failed to accept a client: %m");
+        }
+        return 0;
+}
+
+/* The socket systemd passed (datd.socket), or -1.  Anything else passed is
+ * not ours to keep. */
+static int manager_take_listen_fd(void)
+{
+        int n = sd_listen_fds(true), fd = -1;
+
+        if (n < 0)
+                return log_error_errno(n, "Failed to read sockets passed by systemd: %m");
+        for (int i = SD_LISTEN_FDS_START; i < SD_LISTEN_FDS_START + n; i++) {
+                if (fd < 0 && sd_is_socket_unix(i, SOCK_SEQPACKET, 1, NULL, 0) > 0) {
+                        fd = i;
+                        continue;
+                }
+                log_warning("Ignoring socket %d passed by systemd: not a listening "
+                            "AF_UNIX SOCK_SEQPACKET socket.", i);
+                close(i);
+        }
+        return fd;
+}
+
+static int manager_setup_listen(Manager *m)
+{
+        int r, fd;
+
+        fd = manager_take_listen_fd();
+        if (fd < -1)
+                return fd;
+        if (fd >= 0) {
+                r = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+                if (r < 0)
+                        return log_error_errno(-errno, "Failed to make the passed socket non-blocking: %m");
+                m->listen_fd = fd;
+                log_info("Using the protocol socket passed by systemd.");
+        } else {
+                r = manager_listen_unix(m->socket_path, SOCK_SEQPACKET, &m->listen_fd);
+                if (r < 0)
+                        return r;
+                m->listen_fd_ours = true;
+                log_info("Listening on %s.", m->socket_path);
+        }
+        r = sd_event_add_io(m->event, &m->listen_source, m->listen_fd, EPOLLIN, manager_on_listen, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the protocol socket: %m");
+        return 0;
+}
+
+static int mkdir_runtime_dir(const char *dir)
+{
+        /* systemd's RuntimeDirectory= makes it; otherwise it is ours, 0755 so
+         * that every user can reach the sockets inside. */
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "Failed to create %s: %m", dir);
+        return 0;
+}
+
+/* Up to 65536 clients plus their fds: the soft limit of 1024 that services
+ * start with is too low, and datd never uses select(). */
+static void bump_nofile_limit(void)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max < 524288 ? rl.rlim_max : 524288;
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static uint64_t now_realtime_usec(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+int manager_startup(Manager *m)
+{
+        int r;
+
+        bump_nofile_limit();
+        r = ia_registry_build(&m->ias, m->config);
+        if (r < 0)
+                return r;
+        r = sd_event_new(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the event loop: %m");
+        (void) sd_event_set_watchdog(m->event, true);
+        r = manager_setup_signals(m);
+        if (r < 0)
+                return r;
+        r = mkdir_runtime_dir(m->runtime_dir);
+        if (r < 0)
+                return r;
+        r = manager_setup_listen(m);
+        if (r < 0)
+                return r;
+        r = manager_bus_setup(m);
+        if (r < 0)
+                return r;
+
+        m->start_timestamp = now_realtime_usec();
+        (void) sd_notify(false, "READY=1");
+        manager_update_status(m);
+        log_info("datd %s ready: %zu IAs.", PACKAGE_VERSION, m->ias.n);
+        return 0;
+}
+
+int manager_run(Manager *m)
+{
+        int r = sd_event_loop(m->event);
+
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down.");
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
+}

@@ -1,0 +1,204 @@
+/* What datd does with each packet a client sends: validate, then HELLO,
+ * IA_OPEN, IA_CLOSE, IA_QUERY.  Nothing here trusts the packet beyond what
+ * datp_validate() checked. */
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <dat2/udat.h>
+
+#include "daemon/client.h"
+#include "daemon/log.h"
+#include "daemon/policy.h"
+
+/* A DAT_RETURN as the DAT API returns it: class bit, type, subtype. */
+#define DAT_ERR(type, subtype) ((uint32_t) (DAT_CLASS_ERROR | (type) | (subtype)))
+
+/* A client's string, safe to put in a log line. */
+static const char *printable(const char *in, char *out, size_t size)
+{
+        size_t i;
+
+        for (i = 0; in[i] && i + 1 < size; i++)
+                out[i] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
+        out[i] = '\0';
+        return out;
+}
+
+static int error_errno(int code)
+{
+        switch (code) {
+        case DATP_E_VERSION: return EPROTONOSUPPORT;
+        case DATP_E_OVERSIZE: return EMSGSIZE;
+        default: return EPROTO;
+        }
+}
+
+/* Answers a packet that could not be taken with DATP_ERROR.  Errors before
+ * HELLO, a wrong magic or version are fatal: nothing later on the connection
+ * can be trusted to line up.  The others count, and the one that reaches
+ * limits.max_protocol_errors is fatal too.  Returns -EPROTO when fatal. */
+static int client_reject(Client *c, const void *buf, size_t len, int code, const char *reason)
+{
+        Manager *m = c->manager;
+        const struct datp_header *hdr = buf;
+        /* len may be the real length of an oversized packet: only the
+         * header is read, and only if it arrived. */
+        bool header_ok = len >= sizeof(*hdr) && hdr->magic == DATP_MAGIC;
+        struct datp_error e = {};
+        bool fatal;
+        int r;
+
+        m->counters.protocol_errors++;
+        c->protocol_errors++;
+        fatal = c->version == 0 || code == DATP_E_MAGIC || code == DATP_E_VERSION ||
+                c->protocol_errors >= m->config->limits.max_protocol_errors;
+
+        log_warning("Client %" PRIu64 " (pid %d, uid %u): refused %s: %s (%s)%s", c->id,
+                    (int) c->peer.pid, (unsigned) c->peer.uid,
+                    header_ok ? datp_type_name(hdr->type) : "packet",
+                    datp_decode_error_str(code), reason, fatal ? ", closing" : "");
+
+        datp_header_init(&e.hdr, DATP_ERROR, c->version ? c->version : DATP_VERSION_MAX,
+                         sizeof(e), header_ok ? hdr->request_id : 0);
+        e.status.dat_status = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        e.status.sys_errno = error_errno(code);
+        e.bad_type = header_ok ? hdr->type : 0;
+        e.fatal = fatal;
+        e.code = code;
+        snprintf(e.reason, sizeof(e.reason), "%s", reason);
+        r = client_send(c, &e.hdr);
+        return fatal ? -EPROTO : r;
+}
+
+static void reply_status(struct datp_status *s, uint32_t dat_status, int sys_errno)
+{
+        s->dat_status = dat_status;
+        s->sys_errno = sys_errno;
+}
+
+/* datp_validate() took HELLO only as the first message and only with a
+ * version range that meets ours: the highest common version is the client's
+ * max or ours. */
+static int handle_hello(Client *c, const struct datp_hello *req)
+{
+        struct datp_hello_reply reply = {};
+        uint16_t version = req->max_version < DATP_VERSION_MAX ? req->max_version : DATP_VERSION_MAX;
+
+        c->version = version;
+        datp_header_init(&reply.hdr, DATP_HELLO | DATP_REPLY, version, sizeof(reply),
+                         req->hdr.request_id);
+        reply_status(&reply.status, DAT_SUCCESS, 0);
+        reply.version = version;
+        reply.max_message = DATP_MAX_MESSAGE;
+        datp_set_string(reply.daemon_version, sizeof(reply.daemon_version), PACKAGE_VERSION);
+        log_debug("Client %" PRIu64 " speaks protocol version %u.", c->id, version);
+        return client_send(c, &reply.hdr);
+}
+
+static int handle_ia_open(Client *c, const struct datp_ia_open *req)
+{
+        Manager *m = c->manager;
+        struct datp_ia_open_reply reply = {};
+        IaInstance *instance = NULL;
+        char name[64];
+        Ia *ia;
+
+        datp_header_init(&reply.hdr, DATP_IA_OPEN | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        ia = ia_registry_find(&m->ias, req->ia_name);
+        if (!ia)
+                reply_status(&reply.status, DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED),
+                             ENOENT);
+        else if (!policy_allows(ia->config, &c->peer)) {
+                reply_status(&reply.status, DAT_ERR(DAT_PRIVILEGES_VIOLATION, DAT_NO_SUBTYPE), EACCES);
+                log_notice("Client %" PRIu64 " (pid %d, uid %u) may not open IA %s.", c->id,
+                           (int) c->peer.pid, (unsigned) c->peer.uid, ia->name);
+        } else if (c->n_instances >= m->config->limits.max_ias_per_client)
+                reply_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_NO_SUBTYPE),
+                             EMFILE);
+        else if (client_open_ia(c, ia, &instance) < 0)
+                reply_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY),
+                             ENOMEM);
+
+        if (instance) {
+                m->counters.ia_opens++;
+                reply_status(&reply.status, DAT_SUCCESS, 0);
+                reply.ia_id = instance->id;
+                ia_fill_info(ia, &m->config->limits, &reply.info);
+                log_debug("Client %" PRIu64 " opened IA %s as %" PRIu32 ".", c->id, ia->name,
+                          instance->id);
+        } else {
+                m->counters.ia_open_failures++;
+                log_debug("Client %" PRIu64 " failed to open IA \"%s\": 0x%08" PRIx32 ".", c->id,
+                          printable(req->ia_name, name, sizeof(name)), reply.status.dat_status);
+        }
+        return client_send(c, &reply.hdr);
+}
+
+static int handle_ia_close(Client *c, const struct datp_ia_close *req)
+{
+        struct datp_ia_close_reply reply = {};
+        IaInstance *instance = client_find_ia(c, req->ia_id);
+
+        datp_header_init(&reply.hdr, DATP_IA_CLOSE | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        /* dat_ia_close(3DAT): graceful close with live children is
+         * DAT_INVALID_STATE; an IA has no children in datd yet, so both
+         * flags close it now. */
+        if (!instance)
+                reply_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        else {
+                log_debug("Client %" PRIu64 " closed IA %s (%" PRIu32 ").", c->id,
+                          instance->ia->name, instance->id);
+                ia_instance_free(instance);
+                reply_status(&reply.status, DAT_SUCCESS, 0);
+        }
+        return client_send(c, &reply.hdr);
+}
+
+static int handle_ia_query(Client *c, const struct datp_ia_query *req)
+{
+        struct datp_ia_query_reply reply = {};
+        IaInstance *instance = client_find_ia(c, req->ia_id);
+
+        datp_header_init(&reply.hdr, DATP_IA_QUERY | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!instance)
+                reply_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        else {
+                reply_status(&reply.status, DAT_SUCCESS, 0);
+                ia_fill_info(instance->ia, &c->manager->config->limits, &reply.info);
+        }
+        return client_send(c, &reply.hdr);
+}
+
+int client_handle_packet(Client *c, const union datp_message *msg, size_t len, unsigned nfds)
+{
+        const char *reason = "invalid message";
+        int r;
+
+        c->manager->counters.requests++;
+        /* Also the state rules: before HELLO only HELLO passes, after it
+         * HELLO no longer does. */
+        r = datp_validate(msg, len, nfds, DATP_TO_DAEMON, c->version, &reason);
+        if (r < 0)
+                return client_reject(c, msg, len, -r, reason ? reason : "invalid message");
+
+        switch (msg->hdr.type) {
+        case DATP_HELLO:
+                return handle_hello(c, &msg->hello);
+        case DATP_IA_OPEN:
+                return handle_ia_open(c, &msg->ia_open);
+        case DATP_IA_CLOSE:
+                return handle_ia_close(c, &msg->ia_close);
+        case DATP_IA_QUERY:
+                return handle_ia_query(c, &msg->ia_query);
+        default:
+                /* datp_validate() knows a type this datd does not serve. */
+                return client_reject(c, msg, len, DATP_E_TYPE, "message type not served by this datd");
+        }
+}

@@ -1,0 +1,49 @@
+# libdat: libdat2.so.2, a drop-in for Debian's libdat2.so.2 (DAT 2.0 / uDAPL).
+#
+# Everything is compiled into the convenience library libdatcore.la, which
+# the unit tests link directly (they reach the internals: handle table,
+# dat.conf parser); libdat2.la is that plus the protocol codec, linked with a
+# version script that exports exactly Debian's 74 DAT_2.0 symbols.  Library
+# dependencies stay at libc + pthread.
+noinst_LTLIBRARIES += libdat/libdatcore.la
+libdat_libdatcore_la_SOURCES = \
+	libdat/libdat.h \
+	libdat/trace.c \
+	libdat/handle.c \
+	libdat/handle.h \
+	libdat/strerror.c \
+	libdat/registry.c \
+	libdat/registry.h \
+	libdat/transport.c \
+	libdat/transport.h \
+	libdat/datd_conn.c \
+	libdat/datd_conn.h \
+	libdat/ia.c \
+	libdat/ia.h \
+	libdat/ia_query.c \
+	libdat/evd.c \
+	libdat/evd.h \
+	libdat/pz.c \
+	libdat/lmr.c \
+	libdat/rmr.c \
+	libdat/ep.c \
+	libdat/cr.c \
+	libdat/psp.c \
+	libdat/rsp.c \
+	libdat/cno.c \
+	libdat/srq.c \
+	libdat/extension.c
+libdat_libdatcore_la_CFLAGS = $(AM_CFLAGS) -pthread
+libdat_libdatcore_la_LIBADD = proto/libdatp.la
+
+lib_LTLIBRARIES += libdat/libdat2.la
+libdat_libdat2_la_SOURCES =
+libdat_libdat2_la_LIBADD = libdat/libdatcore.la -lpthread
+libdat_libdat2_la_LDFLAGS = $(AM_LDFLAGS) -version-info 2:0:0 -no-undefined \
+	-Wl,--version-script=$(srcdir)/libdat/libdat2.map -Wl,-z,defs
+EXTRA_libdat_libdat2_la_DEPENDENCIES = libdat/libdat2.map
+# No sources of its own: link with the C compiler.
+nodist_EXTRA_libdat_libdat2_la_SOURCES = libdat/dummy.c
+
+pkgconfig_DATA += libdat/libdat2.pc
+EXTRA_DIST += libdat/libdat2.map libdat/STATUS

@@ -1,0 +1,414 @@
+/* datp_validate(): the only way a received packet becomes a typed message.
+ *
+ * Input is hostile.  The checks run in a fixed order (PROTOCOL.md, "Decode
+ * errors") and the first failure is reported: framing (short, oversize,
+ * magic, length), version, type, direction, state, exact size, descriptors,
+ * then the fields of the type.  Nothing here allocates, and every read stays
+ * inside the len bytes received. */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+
+#include "common/macro.h"
+#include "proto/datp.h"
+
+/* DAT_RETURN layout (dat_error.h): class bits 31-30, type 29-16, subtype 15-0. */
+#define DAT_RETURN_CLASS_MASK 0xc0000000u
+#define DAT_RETURN_CLASS_ERROR 0x80000000u
+#define DAT_RETURN_TYPE_MASK 0x3fff0000u
+/* Largest errno a kernel ever reports (include/linux/err.h: MAX_ERRNO). */
+#define DATP_ERRNO_MAX 4095
+/* dat_ep_connect(3DAT) and friends guarantee at least 64 bytes of private data. */
+#define DATP_PRIVATE_DATA_MIN 64
+
+typedef int (*datp_check_fn)(const union datp_message *m, const char **reason);
+
+struct datp_type_rule {
+        uint16_t type;
+        enum datp_direction dir;  /* the side that receives it */
+        bool before_hello;        /* may arrive while no version is negotiated */
+        size_t size;
+        const char *name;
+        datp_check_fn check;
+};
+
+static int refuse(const char **reason, enum datp_decode_error code, const char *why)
+{
+        if (reason)
+                *reason = why;
+        return -(int) code;
+}
+
+static bool string_terminated(const char *s, size_t n)
+{
+        return memchr(s, '\0', n) != NULL;
+}
+
+static bool string_nonempty(const char *s, size_t n)
+{
+        return s[0] != '\0' && string_terminated(s, n);
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+        const unsigned char *b = p;
+
+        for (size_t i = 0; i < n; i++)
+                if (b[i] != 0)
+                        return false;
+        return true;
+}
+
+static bool status_is_success(const struct datp_status *s)
+{
+        return s->dat_status == 0;
+}
+
+static int check_status(const struct datp_status *s, const char **reason)
+{
+        if (s->sys_errno < 0 || s->sys_errno > DATP_ERRNO_MAX)
+                return refuse(reason, DATP_E_FIELD, "status: sys_errno out of range");
+        if (status_is_success(s)) {
+                if (s->sys_errno != 0)
+                        return refuse(reason, DATP_E_FIELD, "status: DAT_SUCCESS with an errno");
+                return DATP_OK;
+        }
+        if ((s->dat_status & DAT_RETURN_CLASS_MASK) != DAT_RETURN_CLASS_ERROR ||
+            (s->dat_status & DAT_RETURN_TYPE_MASK) == 0)
+                return refuse(reason, DATP_E_FIELD,
+                              "status: dat_status is neither DAT_SUCCESS nor an error");
+        return DATP_OK;
+}
+
+/* Which lengths an address family may have in an IA address. */
+static bool address_len_fits_family(sa_family_t family, uint32_t len)
+{
+        switch (family) {
+        case AF_INET:
+                return len == sizeof(struct sockaddr_in);
+        case AF_INET6:
+                return len == sizeof(struct sockaddr_in6);
+        case AF_UNIX:
+                /* An unnamed socket (no path at all) is no address to connect to. */
+                return len > offsetof(struct sockaddr_un, sun_path) &&
+                       len <= sizeof(struct sockaddr_un);
+        default:
+                return false;
+        }
+}
+
+static int check_address(const struct sockaddr_storage *a, uint32_t len, const char **reason)
+{
+        if (len > sizeof(*a))
+                return refuse(reason, DATP_E_FIELD, "IA info: address_len beyond sockaddr_storage");
+        /* Bytes past address_len are 0: with len == 0 that makes the family
+         * AF_UNSPEC, and no stale memory ever travels in the padding. */
+        if (!all_zero((const unsigned char *) a + len, sizeof(*a) - len))
+                return refuse(reason, DATP_E_FIELD, "IA info: address bytes past address_len not zero");
+        if (len == 0)
+                return DATP_OK;
+        if (!address_len_fits_family(a->ss_family, len))
+                return refuse(reason, DATP_E_FIELD,
+                              "IA info: address family unknown or address_len wrong for it");
+        return DATP_OK;
+}
+
+static bool transport_known(const char *t)
+{
+        static const char *const known[] = { "shm", "tcp", "verbs" };
+
+        for (size_t i = 0; i < ARRAY_SIZE(known); i++)
+                if (strncmp(t, known[i], DATP_TRANSPORT_MAX) == 0)
+                        return true;
+        return false;
+}
+
+static int check_ia_info(const struct datp_ia_info *info, const char **reason)
+{
+        if (!string_nonempty(info->name, sizeof(info->name)))
+                return refuse(reason, DATP_E_FIELD, "IA info: name empty or not NUL terminated");
+        if (!string_terminated(info->transport, sizeof(info->transport)) ||
+            !transport_known(info->transport))
+                return refuse(reason, DATP_E_FIELD, "IA info: transport not shm, tcp or verbs");
+        if (!string_terminated(info->adapter_name, sizeof(info->adapter_name)))
+                return refuse(reason, DATP_E_FIELD, "IA info: adapter_name not NUL terminated");
+        if (!string_terminated(info->vendor_name, sizeof(info->vendor_name)))
+                return refuse(reason, DATP_E_FIELD, "IA info: vendor_name not NUL terminated");
+        if (info->max_private_data < DATP_PRIVATE_DATA_MIN)
+                return refuse(reason, DATP_E_FIELD, "IA info: max_private_data below 64");
+        if (info->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "IA info: reserved not zero");
+        return check_address(&info->address, info->address_len, reason);
+}
+
+/* A reply that failed carries no IA; one that succeeded carries a valid one. */
+static int check_ia_reply(const struct datp_status *status, uint32_t ia_id,
+                          const struct datp_ia_info *info, const char **reason)
+{
+        int r = check_status(status, reason);
+
+        if (r < 0)
+                return r;
+        if (status_is_success(status))
+                return check_ia_info(info, reason);
+        if (ia_id != 0 || !all_zero(info, sizeof(*info)))
+                return refuse(reason, DATP_E_FIELD, "failed reply carries an IA");
+        return DATP_OK;
+}
+
+static int check_hello(const union datp_message *m, const char **reason)
+{
+        const struct datp_hello *h = &m->hello;
+
+        if (h->flags != 0)
+                return refuse(reason, DATP_E_FIELD, "HELLO: flags not zero");
+        if (h->min_version == 0 || h->min_version > h->max_version)
+                return refuse(reason, DATP_E_FIELD, "HELLO: min_version 0 or above max_version");
+        if (h->hdr.version != h->max_version)
+                return refuse(reason, DATP_E_FIELD, "HELLO: header version is not max_version");
+        if (h->max_version < DATP_VERSION_MIN || h->min_version > DATP_VERSION_MAX)
+                return refuse(reason, DATP_E_VERSION, "HELLO: no protocol version in common");
+        return DATP_OK;
+}
+
+static int check_hello_reply(const union datp_message *m, const char **reason)
+{
+        const struct datp_hello_reply *h = &m->hello_reply;
+        int r;
+
+        /* The reply is written in the version it negotiated: one we speak. */
+        if (h->hdr.version < DATP_VERSION_MIN || h->hdr.version > DATP_VERSION_MAX)
+                return refuse(reason, DATP_E_VERSION, "HELLO reply: version this side does not speak");
+        r = check_status(&h->status, reason);
+        if (r < 0)
+                return r;
+        if (h->version != h->hdr.version)
+                return refuse(reason, DATP_E_FIELD, "HELLO reply: version differs from its header");
+        if (h->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "HELLO reply: reserved not zero");
+        if (h->max_message < DATP_MAX_MESSAGE)
+                return refuse(reason, DATP_E_FIELD, "HELLO reply: max_message below DATP_MAX_MESSAGE");
+        if (!string_terminated(h->daemon_version, sizeof(h->daemon_version)))
+                return refuse(reason, DATP_E_FIELD, "HELLO reply: daemon_version not NUL terminated");
+        return DATP_OK;
+}
+
+static int check_ia_open(const union datp_message *m, const char **reason)
+{
+        const struct datp_ia_open *o = &m->ia_open;
+
+        if (!string_nonempty(o->ia_name, sizeof(o->ia_name)))
+                return refuse(reason, DATP_E_FIELD, "IA_OPEN: ia_name empty or not NUL terminated");
+        if (o->flags != 0)
+                return refuse(reason, DATP_E_FIELD, "IA_OPEN: flags not zero");
+        if (o->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "IA_OPEN: reserved not zero");
+        return DATP_OK;
+}
+
+static int check_ia_open_reply(const union datp_message *m, const char **reason)
+{
+        const struct datp_ia_open_reply *o = &m->ia_open_reply;
+
+        if (o->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "IA_OPEN reply: reserved not zero");
+        return check_ia_reply(&o->status, o->ia_id, &o->info, reason);
+}
+
+static int check_ia_close(const union datp_message *m, const char **reason)
+{
+        /* dat_ia_close(3DAT): the flag is DAT_CLOSE_ABRUPT_FLAG or DAT_CLOSE_GRACEFUL_FLAG. */
+        if (m->ia_close.flags != DATP_CLOSE_ABRUPT && m->ia_close.flags != DATP_CLOSE_GRACEFUL)
+                return refuse(reason, DATP_E_FIELD, "IA_CLOSE: flags neither abrupt nor graceful");
+        return DATP_OK;
+}
+
+static int check_ia_close_reply(const union datp_message *m, const char **reason)
+{
+        return check_status(&m->ia_close_reply.status, reason);
+}
+
+static int check_ia_query(const union datp_message *m, const char **reason)
+{
+        if (m->ia_query.reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "IA_QUERY: reserved not zero");
+        return DATP_OK;
+}
+
+static int check_ia_query_reply(const union datp_message *m, const char **reason)
+{
+        const struct datp_ia_query_reply *q = &m->ia_query_reply;
+
+        return check_ia_reply(&q->status, 0, &q->info, reason);
+}
+
+static int check_error(const union datp_message *m, const char **reason)
+{
+        const struct datp_error *e = &m->error;
+        int r = check_status(&e->status, reason);
+
+        if (r < 0)
+                return r;
+        if (status_is_success(&e->status))
+                return refuse(reason, DATP_E_FIELD, "ERROR: status is DAT_SUCCESS");
+        if (e->fatal > 1)
+                return refuse(reason, DATP_E_FIELD, "ERROR: fatal neither 0 nor 1");
+        if (e->code <= DATP_OK || e->code > DATP_E_STATE)
+                return refuse(reason, DATP_E_FIELD, "ERROR: code not a decode error");
+        if (!string_terminated(e->reason, sizeof(e->reason)))
+                return refuse(reason, DATP_E_FIELD, "ERROR: reason not NUL terminated");
+        return DATP_OK;
+}
+
+#define REPLY(t) ((uint16_t) ((t) | DATP_REPLY))
+
+static const struct datp_type_rule rules[] = {
+        { DATP_HELLO, DATP_TO_DAEMON, true, sizeof(struct datp_hello),
+          "HELLO", check_hello },
+        { REPLY(DATP_HELLO), DATP_TO_CLIENT, true, sizeof(struct datp_hello_reply),
+          "HELLO reply", check_hello_reply },
+        { DATP_IA_OPEN, DATP_TO_DAEMON, false, sizeof(struct datp_ia_open),
+          "IA_OPEN", check_ia_open },
+        { REPLY(DATP_IA_OPEN), DATP_TO_CLIENT, false, sizeof(struct datp_ia_open_reply),
+          "IA_OPEN reply", check_ia_open_reply },
+        { DATP_IA_CLOSE, DATP_TO_DAEMON, false, sizeof(struct datp_ia_close),
+          "IA_CLOSE", check_ia_close },
+        { REPLY(DATP_IA_CLOSE), DATP_TO_CLIENT, false, sizeof(struct datp_ia_close_reply),
+          "IA_CLOSE reply", check_ia_close_reply },
+        { DATP_IA_QUERY, DATP_TO_DAEMON, false, sizeof(struct datp_ia_query),
+          "IA_QUERY", check_ia_query },
+        { REPLY(DATP_IA_QUERY), DATP_TO_CLIENT, false, sizeof(struct datp_ia_query_reply),
+          "IA_QUERY reply", check_ia_query_reply },
+        { DATP_ERROR, DATP_TO_CLIENT, true, sizeof(struct datp_error),
+          "ERROR", check_error },
+};
+
+static const struct datp_type_rule *rule_of(uint16_t type)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
+                if (rules[i].type == type)
+                        return &rules[i];
+        return NULL;
+}
+
+size_t datp_message_size(uint16_t type)
+{
+        const struct datp_type_rule *rule = rule_of(type);
+
+        return rule ? rule->size : 0;
+}
+
+const char *datp_type_name(uint16_t type)
+{
+        const struct datp_type_rule *rule = rule_of(type);
+
+        return rule ? rule->name : "unknown";
+}
+
+static bool version_known(uint16_t version)
+{
+        return version >= DATP_VERSION_MIN && version <= DATP_VERSION_MAX;
+}
+
+/* Magic and length: the parts of the header every version shares. */
+static int check_framing(const struct datp_header *hdr, size_t len, const char **reason)
+{
+        if (hdr->magic != DATP_MAGIC)
+                return refuse(reason, DATP_E_MAGIC, "bad magic");
+        if (hdr->length != len)
+                return refuse(reason, DATP_E_LENGTH, "header length differs from the packet's");
+        return DATP_OK;
+}
+
+/* Whether this type may arrive now, and with this header version. */
+static int check_state(const struct datp_type_rule *rule, const struct datp_header *hdr,
+                       uint16_t version, const char **reason)
+{
+        if (version == 0) {
+                if (!rule->before_hello)
+                        return refuse(reason, DATP_E_STATE, "message before HELLO");
+                /* HELLO and ERROR keep their layout in every version; the
+                 * HELLO reply's version is checked with its fields. */
+                if (hdr->version == 0)
+                        return refuse(reason, DATP_E_VERSION, "version 0");
+                return DATP_OK;
+        }
+        if (rule->before_hello && rule->type != DATP_ERROR)
+                return refuse(reason, DATP_E_STATE, "HELLO after the version was negotiated");
+        return DATP_OK;
+}
+
+static int validate_aligned(const union datp_message *m, size_t len, unsigned nfds,
+                            enum datp_direction dir, uint16_t version, const char **reason)
+{
+        const struct datp_type_rule *rule;
+        int r;
+
+        r = check_framing(&m->hdr, len, reason);
+        if (r < 0)
+                return r;
+        if (version != 0 && m->hdr.version != version)
+                return refuse(reason, DATP_E_VERSION, "version differs from the negotiated one");
+        rule = rule_of(m->hdr.type);
+        if (!rule)
+                return refuse(reason, DATP_E_TYPE, "unknown message type");
+        if (rule->dir != dir)
+                return refuse(reason, DATP_E_DIRECTION, "message type sent the wrong way");
+        r = check_state(rule, &m->hdr, version, reason);
+        if (r < 0)
+                return r;
+        if (len != rule->size)
+                return refuse(reason, DATP_E_SIZE, "wrong size for the message type");
+        if (nfds != 0)
+                return refuse(reason, DATP_E_FDS, "file descriptors attached");
+        return rule->check(m, reason);
+}
+
+int datp_validate(const void *buf, size_t len, unsigned nfds,
+                  enum datp_direction dir, uint16_t version, const char **reason)
+{
+        union datp_message aligned;
+
+        if (len < sizeof(struct datp_header))
+                return refuse(reason, DATP_E_SHORT, "shorter than a header");
+        if (len > DATP_MAX_MESSAGE)
+                return refuse(reason, DATP_E_OVERSIZE, "longer than DATP_MAX_MESSAGE");
+        /* A negotiated version this build does not speak has no layouts here. */
+        if (version != 0 && !version_known(version))
+                return refuse(reason, DATP_E_VERSION, "negotiated version unknown to this side");
+        if ((uintptr_t) buf % _Alignof(union datp_message) != 0) {
+                memcpy(&aligned, buf, len);
+                buf = &aligned;
+        }
+        return validate_aligned(buf, len, nfds, dir, version, reason);
+}
+
+static const char *const decode_error_text[] = {
+        [DATP_OK] = "valid",
+        [DATP_E_SHORT] = "shorter than a header",
+        [DATP_E_OVERSIZE] = "longer than the largest message",
+        [DATP_E_MAGIC] = "bad magic",
+        [DATP_E_VERSION] = "unsupported or unexpected protocol version",
+        [DATP_E_LENGTH] = "header length differs from the packet",
+        [DATP_E_TYPE] = "unknown message type",
+        [DATP_E_DIRECTION] = "message type sent the wrong way",
+        [DATP_E_SIZE] = "wrong size for the message type",
+        [DATP_E_FIELD] = "field out of range or string not terminated",
+        [DATP_E_FDS] = "file descriptors where none belong",
+        [DATP_E_STATE] = "valid message at the wrong time",
+};
+
+const char *datp_decode_error_str(int code)
+{
+        /* Negated in unsigned arithmetic: -INT_MIN would overflow. */
+        unsigned u = code < 0 ? 0u - (unsigned) code : (unsigned) code;
+
+        if (u >= ARRAY_SIZE(decode_error_text))
+                return "unknown decode error";
+        return decode_error_text[u];
+}

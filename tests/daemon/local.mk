@@ -1,0 +1,38 @@
+# tests/daemon: real datd processes against raw protocol clients, hostile
+# ones included, and its D-Bus API over the private socket.
+if HAVE_CRITERION
+check_LTLIBRARIES += tests/daemon/libdatdtest.la
+tests_daemon_libdatdtest_la_SOURCES = \
+	tests/daemon/raw-client.c tests/daemon/raw-client.h \
+	tests/daemon/bus-client.c tests/daemon/bus-client.h \
+	tests/daemon/child.c tests/daemon/child.h
+tests_daemon_libdatdtest_la_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
+
+datd_tests = \
+	tests/daemon/test-datd-lifecycle \
+	tests/daemon/test-datd-protocol \
+	tests/daemon/test-datd-hostile \
+	tests/daemon/test-datd-bus
+check_PROGRAMS += $(datd_tests)
+TESTS += $(datd_tests)
+
+datd_test_cflags = $(AM_CFLAGS) $(CRITERION_CFLAGS) $(SYSTEMD_CFLAGS)
+datd_test_ldadd = tests/daemon/libdatdtest.la tests/libharness.la proto/libdatp.la \
+	$(CRITERION_LIBS) $(SYSTEMD_LIBS)
+
+tests_daemon_test_datd_lifecycle_SOURCES = tests/daemon/test-datd-lifecycle.c
+tests_daemon_test_datd_lifecycle_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_lifecycle_LDADD = $(datd_test_ldadd)
+
+tests_daemon_test_datd_protocol_SOURCES = tests/daemon/test-datd-protocol.c
+tests_daemon_test_datd_protocol_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_protocol_LDADD = $(datd_test_ldadd)
+
+tests_daemon_test_datd_hostile_SOURCES = tests/daemon/test-datd-hostile.c
+tests_daemon_test_datd_hostile_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_hostile_LDADD = $(datd_test_ldadd)
+
+tests_daemon_test_datd_bus_SOURCES = tests/daemon/test-datd-bus.c
+tests_daemon_test_datd_bus_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_bus_LDADD = $(datd_test_ldadd)
+endif

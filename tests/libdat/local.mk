@@ -1,0 +1,51 @@
+# tests/libdat: libdat2.so.2.  test_exports reads the built .so; test_strerror
+# runs through the .so itself; the others link libdatcore (the same objects)
+# to reach internals: the handle table, the dat.conf parser, child objects.
+# test_registry reads the shipped etc/dat.conf.
+EXTRA_DIST += tests/libdat/libdat_test.h etc/dat.conf
+
+if HAVE_CRITERION
+check_LTLIBRARIES += tests/libdat/libdattest.la
+tests_libdat_libdattest_la_SOURCES = tests/libdat/libdat_test.c tests/libdat/libdat_test.h
+tests_libdat_libdattest_la_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_libdat_libdattest_la_LIBADD = tests/libharness.la $(CRITERION_LIBS)
+
+libdat_tests = \
+	tests/libdat/test_exports \
+	tests/libdat/test_strerror \
+	tests/libdat/test_registry \
+	tests/libdat/test_handles \
+	tests/libdat/test_ia_open \
+	tests/libdat/test_ia
+check_PROGRAMS += $(libdat_tests)
+TESTS += $(libdat_tests)
+
+libdat_test_cflags = $(AM_CFLAGS) $(CRITERION_CFLAGS) -pthread
+libdat_test_core = tests/libdat/libdattest.la libdat/libdatcore.la $(CRITERION_LIBS) -lpthread
+
+tests_libdat_test_exports_SOURCES = tests/libdat/test_exports.c
+tests_libdat_test_exports_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_exports_LDADD = tests/libharness.la $(CRITERION_LIBS)
+# It inspects the built library, so it must be built first.
+EXTRA_tests_libdat_test_exports_DEPENDENCIES = libdat/libdat2.la
+
+tests_libdat_test_strerror_SOURCES = tests/libdat/test_strerror.c
+tests_libdat_test_strerror_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_strerror_LDADD = libdat/libdat2.la $(CRITERION_LIBS)
+
+tests_libdat_test_registry_SOURCES = tests/libdat/test_registry.c
+tests_libdat_test_registry_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_registry_LDADD = $(libdat_test_core)
+
+tests_libdat_test_handles_SOURCES = tests/libdat/test_handles.c
+tests_libdat_test_handles_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_handles_LDADD = $(libdat_test_core)
+
+tests_libdat_test_ia_open_SOURCES = tests/libdat/test_ia_open.c
+tests_libdat_test_ia_open_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_ia_open_LDADD = $(libdat_test_core)
+
+tests_libdat_test_ia_SOURCES = tests/libdat/test_ia.c
+tests_libdat_test_ia_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_ia_LDADD = $(libdat_test_core)
+endif

@@ -1,0 +1,299 @@
+/* datp_send()/datp_recv() over a real socketpair(AF_UNIX, SOCK_SEQPACKET). */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/proto/datp_samples.h"
+
+/* Highest descriptor number the leak checks look at. */
+#define FD_SCAN 1024
+
+static int sv[2];
+
+static void open_pair(void)
+{
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0, "%m");
+}
+
+static void close_pair(void)
+{
+        close(sv[0]);
+        close(sv[1]);
+}
+
+TestSuite(datp_socket, .init = open_pair, .fini = close_pair, .timeout = 10);
+
+static bool fd_open(int fd)
+{
+        return fcntl(fd, F_GETFD) >= 0;
+}
+
+struct fd_snapshot {
+        bool open[FD_SCAN];
+};
+
+static void snapshot_fds(struct fd_snapshot *snap)
+{
+        for (int fd = 0; fd < FD_SCAN; fd++)
+                snap->open[fd] = fd_open(fd);
+}
+
+/* Every descriptor open now was open at the snapshot, except the ones allowed. */
+static void expect_no_new_fds(const struct fd_snapshot *before, const int *allowed, unsigned n)
+{
+        for (int fd = 0; fd < FD_SCAN; fd++) {
+                bool ok = before->open[fd] || !fd_open(fd);
+
+                for (unsigned i = 0; i < n && !ok; i++)
+                        ok = allowed[i] == fd;
+                cr_expect(ok, "fd %d leaked", fd);
+        }
+}
+
+/* Sends n copies of fd in one packet carrying a valid IA_CLOSE, bypassing
+ * datp_send()'s DATP_MAX_FDS limit. */
+static void send_raw_fds(int fd, unsigned n)
+{
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * 64)];
+        } control = { 0 };
+        union datp_message m;
+        struct iovec iov = { .iov_base = &m };
+        struct msghdr mh = {
+                .msg_iov = &iov,
+                .msg_iovlen = 1,
+                .msg_control = control.buf,
+                .msg_controllen = CMSG_SPACE(sizeof(int) * n),
+        };
+        struct cmsghdr *cmsg = CMSG_FIRSTHDR(&mh);
+
+        cr_assert_leq(n, 64);
+        datp_sample_build_type(DATP_IA_CLOSE, &m);
+        iov.iov_len = m.hdr.length;
+        cmsg->cmsg_level = SOL_SOCKET;
+        cmsg->cmsg_type = SCM_RIGHTS;
+        cmsg->cmsg_len = CMSG_LEN(sizeof(int) * n);
+        for (unsigned i = 0; i < n; i++)
+                memcpy(CMSG_DATA(cmsg) + i * sizeof(int), &fd, sizeof(int));
+        cr_assert_eq(sendmsg(sv[0], &mh, MSG_NOSIGNAL), (ssize_t) iov.iov_len, "%m");
+}
+
+Test(datp_socket, every_type_crosses_the_socket_intact)
+{
+        for (size_t i = 0; i < datp_n_samples; i++) {
+                const struct datp_sample *s = &datp_samples[i];
+                union datp_message out, in;
+                unsigned nfds = 99;
+                size_t len = datp_sample_build(s, &out);
+                ssize_t n;
+
+                cr_assert_eq(datp_send(sv[0], &out.hdr, NULL, 0), 0);
+                n = datp_recv(sv[1], &in, NULL, 0, &nfds);
+                cr_assert_eq(n, (ssize_t) len, "%s", datp_type_name(s->type));
+                cr_expect_eq(nfds, 0);
+                cr_expect_arr_eq(&in, &out, len);
+                cr_expect_eq(datp_validate(&in, n, nfds, s->dir, s->version, NULL), DATP_OK);
+        }
+}
+
+Test(datp_socket, oversized_packet_is_reported_with_its_real_length)
+{
+        static unsigned char big[DATP_MAX_MESSAGE + 100];
+        union datp_message in;
+        unsigned nfds;
+        ssize_t n;
+
+        datp_sample_build_type(DATP_IA_CLOSE, (union datp_message *) big);
+        cr_assert_eq(send(sv[0], big, sizeof(big), 0), (ssize_t) sizeof(big), "%m");
+        n = datp_recv(sv[1], &in, NULL, 0, &nfds);
+        cr_expect_eq(n, (ssize_t) sizeof(big));
+        cr_expect_eq(datp_validate(&in, n, nfds, DATP_TO_DAEMON, 1, NULL), -DATP_E_OVERSIZE);
+}
+
+Test(datp_socket, send_refuses_lengths_outside_header_and_max_message)
+{
+        union datp_message m;
+
+        datp_sample_build_type(DATP_IA_CLOSE, &m);
+        m.hdr.length = DATP_MAX_MESSAGE + 1;
+        cr_expect_eq(datp_send(sv[0], &m.hdr, NULL, 0), -EMSGSIZE);
+        m.hdr.length = sizeof(m.hdr) - 1;
+        cr_expect_eq(datp_send(sv[0], &m.hdr, NULL, 0), -EINVAL);
+}
+
+Test(datp_socket, send_refuses_more_than_max_fds)
+{
+        union datp_message m;
+        int fds[DATP_MAX_FDS + 1];
+
+        for (unsigned i = 0; i < DATP_MAX_FDS + 1; i++)
+                fds[i] = 0;
+        datp_sample_build_type(DATP_IA_CLOSE, &m);
+        cr_expect_eq(datp_send(sv[0], &m.hdr, fds, DATP_MAX_FDS + 1), -EINVAL);
+        cr_expect_eq(datp_send(sv[0], &m.hdr, NULL, 1), -EINVAL);
+}
+
+Test(datp_socket, fds_received_with_max_fds_zero_are_closed_and_counted)
+{
+        struct fd_snapshot before;
+        union datp_message m, in;
+        int fds[2] = { sv[0], sv[1] };
+        unsigned nfds = 0;
+        ssize_t n;
+
+        datp_sample_build_type(DATP_IA_CLOSE, &m);
+        snapshot_fds(&before);
+        cr_assert_eq(datp_send(sv[0], &m.hdr, fds, 2), 0);
+        n = datp_recv(sv[1], &in, NULL, 0, &nfds);
+        cr_expect_eq(n, (ssize_t) m.hdr.length);
+        cr_expect_eq(nfds, 2);
+        expect_no_new_fds(&before, NULL, 0);
+        cr_expect_eq(datp_validate(&in, n, nfds, DATP_TO_DAEMON, 1, NULL), -DATP_E_FDS);
+}
+
+Test(datp_socket, fds_beyond_max_fds_are_closed_and_the_kept_one_is_cloexec)
+{
+        struct fd_snapshot before;
+        union datp_message m, in;
+        int out[3] = { sv[0], sv[0], sv[0] };
+        int got[2] = { 99, 99 };
+        unsigned nfds = 0;
+
+        datp_sample_build_type(DATP_IA_CLOSE, &m);
+        snapshot_fds(&before);
+        cr_assert_eq(datp_send(sv[0], &m.hdr, out, 3), 0);
+        cr_assert_eq(datp_recv(sv[1], &in, got, 1, &nfds), (ssize_t) m.hdr.length);
+        cr_expect_eq(nfds, 3);
+        cr_assert_geq(got[0], 0);
+        cr_expect_eq(got[1], 99, "datp_recv wrote past max_fds");
+        cr_expect(fcntl(got[0], F_GETFD) & FD_CLOEXEC, "received fd is not close-on-exec");
+        expect_no_new_fds(&before, got, 1);
+        close(got[0]);
+}
+
+Test(datp_socket, truncated_control_data_closes_every_fd_and_still_counts)
+{
+        struct fd_snapshot before;
+        union datp_message in;
+        int got[4] = { 99, 99, 99, 99 };
+        unsigned nfds = 0;
+
+        snapshot_fds(&before);
+        send_raw_fds(sv[0], DATP_MAX_FDS + 4);
+        cr_assert_gt(datp_recv(sv[1], &in, got, 4, &nfds), 0);
+        cr_expect_geq(nfds, 1);
+        for (unsigned i = 0; i < 4; i++)
+                cr_expect_eq(got[i], -1, "slot %u holds %d after MSG_CTRUNC", i, got[i]);
+        expect_no_new_fds(&before, NULL, 0);
+}
+
+Test(datp_socket, slots_without_a_received_fd_are_minus_one)
+{
+        union datp_message m, in;
+        int got[3] = { 99, 99, 99 };
+        unsigned nfds = 99;
+
+        datp_sample_build_type(DATP_IA_QUERY, &m);
+        cr_assert_eq(datp_send(sv[0], &m.hdr, NULL, 0), 0);
+        cr_assert_eq(datp_recv(sv[1], &in, got, 3, &nfds), (ssize_t) m.hdr.length);
+        cr_expect_eq(nfds, 0);
+        for (unsigned i = 0; i < 3; i++)
+                cr_expect_eq(got[i], -1);
+}
+
+Test(datp_socket, recv_returns_zero_on_orderly_shutdown)
+{
+        union datp_message in;
+        unsigned nfds;
+
+        close(sv[0]);
+        sv[0] = -1;
+        cr_expect_eq(datp_recv(sv[1], &in, NULL, 0, &nfds), 0);
+}
+
+Test(datp_socket, recv_on_an_empty_nonblocking_socket_is_eagain)
+{
+        union datp_message in;
+        unsigned nfds;
+
+        cr_assert_eq(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+        cr_expect_eq(datp_recv(sv[1], &in, NULL, 0, &nfds), -EAGAIN);
+}
+
+Test(datp_socket, send_on_a_full_nonblocking_socket_is_eagain)
+{
+        union datp_message m;
+        int r = 0;
+
+        datp_sample_build_type(DATP_IA_OPEN | DATP_REPLY, &m);
+        cr_assert_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+        /* Bounded: the socket buffer fills long before this many packets. */
+        for (int i = 0; i < 100000 && r == 0; i++)
+                r = datp_send(sv[0], &m.hdr, NULL, 0);
+        cr_expect_eq(r, -EAGAIN);
+}
+
+Test(datp_socket, send_to_a_closed_peer_is_epipe)
+{
+        union datp_message m;
+
+        datp_sample_build_type(DATP_IA_CLOSE | DATP_REPLY, &m);
+        close(sv[1]);
+        sv[1] = -1;
+        cr_expect_eq(datp_send(sv[0], &m.hdr, NULL, 0), -EPIPE);
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigusr1(int sig)
+{
+        interrupted = 1;
+}
+
+struct interrupter {
+        pthread_t target;
+        int sock;
+};
+
+/* Interrupts the main thread's blocking datp_recv(), then sends the packet. */
+static void *interrupt_then_send(void *arg)
+{
+        const struct interrupter *it = arg;
+        const struct timespec pause = { .tv_nsec = 50 * 1000 * 1000 };
+        union datp_message m;
+
+        datp_sample_build_type(DATP_IA_QUERY, &m);
+        nanosleep(&pause, NULL);
+        pthread_kill(it->target, SIGUSR1);
+        nanosleep(&pause, NULL);
+        datp_send(it->sock, &m.hdr, NULL, 0);
+        return NULL;
+}
+
+Test(datp_socket, recv_retries_after_eintr)
+{
+        /* No SA_RESTART: the kernel returns EINTR and datp_recv must retry. */
+        struct sigaction sa = { .sa_handler = on_sigusr1 };
+        struct interrupter it = { .target = pthread_self(), .sock = sv[0] };
+        union datp_message in;
+        unsigned nfds;
+        pthread_t thread;
+        ssize_t n;
+
+        cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+        cr_assert_eq(pthread_create(&thread, NULL, interrupt_then_send, &it), 0);
+        n = datp_recv(sv[1], &in, NULL, 0, &nfds);
+        pthread_join(thread, NULL);
+        cr_expect(interrupted, "the signal never arrived");
+        cr_expect_eq(n, (ssize_t) sizeof(struct datp_ia_query));
+}
