@@ -149,17 +149,15 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+/* The Manager object on a connection, served from the event loop. */
 static int bus_publish(Manager *m, sd_bus *bus)
 {
-        int r;
+        int r = sd_bus_add_object_vtable(bus, NULL, DATD_BUS_PATH, DATD_BUS_INTERFACE,
+                                         manager_vtable, m);
 
-        r = sd_bus_add_object_vtable(bus, NULL, DATD_BUS_PATH, DATD_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
-                return log_error_errno(r, "Failed to add the D-Bus object: %m");
-        r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0)
-                return log_error_errno(r, "Failed to attach the D-Bus connection to the event loop: %m");
-        return 0;
+                return r;
+        return sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
 }
 
 /* ---- the system bus -------------------------------------------------------- */
@@ -175,7 +173,7 @@ static int manager_connect_system_bus(Manager *m)
                                       "Cannot connect to the system bus: %m");
         r = bus_publish(m, bus);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Failed to publish datd on the system bus: %m");
         /* Synchronous on purpose: READY=1 must mean the name is ours. */
         r = sd_bus_request_name(bus, DATD_BUS_NAME, 0);
         if (r < 0)

@@ -217,7 +217,9 @@ static const char *client_over_limit(Manager *m, const Peer *peer)
 
         if (m->n_clients >= l->max_clients)
                 return "max_clients";
-        if (manager_clients_of_uid(m, peer->uid) >= l->max_clients_per_uid)
+        /* Counting walks every client: only when the limit can be reached. */
+        if (m->n_clients >= l->max_clients_per_uid &&
+            manager_clients_of_uid(m, peer->uid) >= l->max_clients_per_uid)
                 return "max_clients_per_uid";
         return NULL;
 }

@@ -26,6 +26,9 @@
 #define ACCEPT_BATCH 16
 /* Out of descriptors: how long the listening socket rests. */
 #define ACCEPT_RETRY_USEC (100 * 1000)
+/* STATUS= is for people: sent at most this often, so that a burst of
+ * connections never becomes a burst of messages to PID 1. */
+#define STATUS_INTERVAL_USEC (250 * 1000)
 
 static char *path_join(const char *dir, const char *name)
 {
@@ -69,6 +72,7 @@ Manager *manager_free(Manager *m)
         manager_bus_done(m);
         sd_event_source_disable_unref(m->listen_source);
         sd_event_source_disable_unref(m->accept_retry);
+        sd_event_source_disable_unref(m->status_timer);
         if (m->listen_fd >= 0) {
                 close(m->listen_fd);
                 if (m->listen_fd_ours)
@@ -106,12 +110,10 @@ bool manager_peer_may_administer(Manager *m, const Peer *peer)
         return false;
 }
 
-void manager_update_status(Manager *m)
+static void manager_send_status(Manager *m)
 {
         char *status;
 
-        if (m->stopping || m->start_timestamp == 0)
-                return;
         if (asprintf(&status, "STATUS=%u clients, %u IAs open", m->n_clients, m->n_ias_open) < 0)
                 return;
         if (m->status && strcmp(status, m->status) == 0) {
@@ -121,6 +123,28 @@ void manager_update_status(Manager *m)
         (void) sd_notify(false, status);
         free(m->status);
         m->status = status;
+}
+
+static int manager_on_status_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        manager_send_status(userdata);
+        return 0;
+}
+
+void manager_update_status(Manager *m)
+{
+        int r;
+
+        /* Before READY=1 (no timer yet) and while stopping there is nothing to tell. */
+        if (m->stopping || !m->status_timer)
+                return;
+        if (sd_event_source_get_enabled(m->status_timer, NULL) > 0)
+                return;
+        r = sd_event_source_set_time_relative(m->status_timer, STATUS_INTERVAL_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->status_timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_debug_errno(r, "Failed to schedule a status update: %m");
 }
 
 /* ---- signals ------------------------------------------------------------- */
@@ -360,9 +384,16 @@ int manager_startup(Manager *m)
         if (r < 0)
                 return r;
 
+        r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC,
+                                       STATUS_INTERVAL_USEC, 0, manager_on_status_timer, m);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->status_timer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the status timer: %m");
+
         m->start_timestamp = now_realtime_usec();
         (void) sd_notify(false, "READY=1");
-        manager_update_status(m);
+        manager_send_status(m);
         log_info("datd %s ready: %zu IAs.", PACKAGE_VERSION, m->ias.n);
         return 0;
 }

@@ -63,6 +63,7 @@ typedef struct Manager {
 
         Counters counters;
         bool stopping;
+        sd_event_source *status_timer;
         char *status;                /* last STATUS= sent to systemd */
 } Manager;
 
@@ -74,7 +75,7 @@ Manager *manager_free(Manager *m);
 int manager_startup(Manager *m);
 int manager_run(Manager *m);
 
-/* Sends STATUS= if the numbers changed. */
+/* The numbers changed: STATUS= follows, coalesced with other changes. */
 void manager_update_status(Manager *m);
 
 uint32_t manager_clients_of_uid(Manager *m, uid_t uid);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -240,6 +241,9 @@ static void exec_datd(const struct datd_instance *d, const char *notify_path,
                 argv[n++] = *extra_args;
         argv[n] = NULL;
 
+        /* If the test process dies (criterion kills a test that runs past its
+         * timeout), datd must not outlive it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         log_fd = open(d->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (log_fd >= 0) {
                 dup2(log_fd, STDOUT_FILENO);
@@ -416,8 +420,10 @@ int run_capture(char *const argv[], char **output, int timeout_ms)
                         dup2(devnull, STDIN_FILENO);
                 dup2(pipe_fd[1], STDOUT_FILENO);
                 dup2(pipe_fd[1], STDERR_FILENO);
-                /* Own process group, so a timeout kills its children too. */
+                /* Own process group, so a timeout kills its children too;
+                 * and gone with the test process if that is killed. */
                 setpgid(0, 0);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 execvp(argv[0], argv);
                 fprintf(stderr, "harness: cannot exec %s: %m\n", argv[0]);
                 _exit(127);

@@ -23,4 +23,15 @@ pid_t child_run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg, int hold,
 /* The child's result, or -ETIMEDOUT / -EPIPE. */
 int child_result(int result_fd, int timeout_ms, int *result);
 
+/* Starts the build tree's datd outside the harness, for what the harness does
+ * not set up: listen_fd >= 0 is passed the way systemd passes datd.socket
+ * (fd 3, LISTEN_FDS=1), env adds "NAME=value" entries (NULL-terminated, may
+ * be NULL).  stderr goes to log_path.  Returns the pid, or -errno. */
+pid_t child_exec_datd(const char *const *args, const char *const *env, int listen_fd,
+                      const char *log_path);
+
+/* Until datd on socket_path answers HELLO: 0, or the last error once
+ * timeout_ms passed. */
+int child_wait_datd(const char *socket_path, int timeout_ms);
+
 #endif

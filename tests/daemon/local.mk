@@ -5,7 +5,8 @@ check_LTLIBRARIES += tests/daemon/libdatdtest.la
 tests_daemon_libdatdtest_la_SOURCES = \
 	tests/daemon/raw-client.c tests/daemon/raw-client.h \
 	tests/daemon/bus-client.c tests/daemon/bus-client.h \
-	tests/daemon/child.c tests/daemon/child.h
+	tests/daemon/child.c tests/daemon/child.h \
+	tests/daemon/scratch.c tests/daemon/scratch.h
 tests_daemon_libdatdtest_la_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
 
 datd_tests = \

@@ -4,11 +4,14 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,17 +21,21 @@
 #include "tests/daemon/bus-client.h"
 #include "tests/daemon/child.h"
 #include "tests/daemon/raw-client.h"
+#include "tests/daemon/scratch.h"
 #include "tests/harness.h"
 
 static struct datd_instance d;
-static pid_t child;
+static pid_t child, spawned, dbus_daemon;
 static sd_bus *bus;
 
 static void teardown(void)
 {
         bus = sd_bus_flush_close_unref(bus);
         child_kill(&child);
+        child_kill(&spawned);
+        child_kill(&dbus_daemon);
         datd_stop(&d);
+        scratch_remove();
 }
 
 TestSuite(datd_bus, .timeout = 30, .fini = teardown);
@@ -396,4 +403,72 @@ Test(datd_bus, garbage_on_the_bus_socket_is_harmless)
         fd = connect_hello();
         close(fd);
         stop();
+}
+
+/* ---- the system bus --------------------------------------------------------- */
+
+/* A private dbus-daemon stands in for the system bus, so that the host's is
+ * never touched; returns its address. */
+static const char *start_system_bus(char address[SCRATCH_PATH_MAX + 16])
+{
+        char path[SCRATCH_PATH_MAX], log[SCRATCH_PATH_MAX], arg[SCRATCH_PATH_MAX + 32];
+        struct stat st;
+
+        cr_assert_not_null(scratch_path("system_bus_socket", path));
+        snprintf(address, SCRATCH_PATH_MAX + 16, "unix:path=%s", path);
+        snprintf(arg, sizeof(arg), "--address=%s", address);
+        cr_assert_not_null(scratch_path("dbus.log", log));
+        dbus_daemon = fork();
+        cr_assert_geq(dbus_daemon, 0);
+        if (dbus_daemon == 0) {
+                int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+                dup2(fd, STDOUT_FILENO);
+                dup2(fd, STDERR_FILENO);
+                execl("/usr/bin/dbus-daemon", "dbus-daemon", "--session", "--nofork", "--nopidfile",
+                      arg, (char *) NULL);
+                _exit(127);
+        }
+        for (int i = 0; i < 500 && stat(path, &st) < 0; i++)
+                usleep(10000);
+        cr_assert_eq(stat(path, &st), 0, "dbus-daemon did not start: %s", read_file_str(log));
+        return address;
+}
+
+Test(datd_bus, owns_its_name_on_the_system_bus)
+{
+        char address[SCRATCH_PATH_MAX + 16], env[SCRATCH_PATH_MAX + 48];
+        char config[SCRATCH_PATH_MAX], sock[SCRATCH_PATH_MAX], log[SCRATCH_PATH_MAX], dir[SCRATCH_PATH_MAX];
+        sd_bus *system_bus = NULL;
+        uint64_t accepted = 0;
+        int r, status;
+
+        if (access("/usr/bin/dbus-daemon", X_OK) != 0)
+                cr_skip_test("dbus-daemon is not installed");
+        snprintf(env, sizeof(env), "DBUS_SYSTEM_BUS_ADDRESS=%s", start_system_bus(address));
+        cr_assert_not_null(scratch_write("datd.conf", datd_test_default_config, config));
+        cr_assert_not_null(scratch_path("datd.sock", sock));
+        snprintf(dir, sizeof(dir), "%s", sock);
+        *strrchr(dir, '/') = '\0';
+        spawned = child_exec_datd((const char *const[]){ "--runtime-dir", dir, "--config", config,
+                                                         "--bus", "system", "--log-target", "console",
+                                                         NULL },
+                                  (const char *const[]){ env, NULL }, -1, scratch_path("datd.log", log));
+        cr_assert_gt(spawned, 0);
+        /* The loop, and with it HELLO, only runs once the name is owned. */
+        r = child_wait_datd(sock, 10000);
+        cr_assert_eq(r, 0, "datd did not come up: %s\n%s", strerror(-r), read_file_str(log));
+
+        /* Another client of that bus finds datd by its well-known name. */
+        r = bus_client_open(address, &system_bus);
+        cr_assert_eq(r, 0, "%s: %s", strerror(-r), read_file_str(log));
+        cr_assert_eq(bus_counter(system_bus, "clients_accepted", &accepted), 0);
+        cr_expect_eq(accepted, 1);
+        system_bus = sd_bus_flush_close_unref(system_bus);
+
+        cr_assert_eq(kill(spawned, SIGTERM), 0);
+        cr_assert_eq(child_wait(spawned, 5000, &status), 0);
+        spawned = 0;
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exit status 0x%x: %s", status,
+                  read_file_str(log));
 }

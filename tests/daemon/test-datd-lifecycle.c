@@ -15,58 +15,34 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/daemon/bus-client.h"
 #include "tests/daemon/child.h"
 #include "tests/daemon/raw-client.h"
+#include "tests/daemon/scratch.h"
 #include "tests/harness.h"
 
 static struct datd_instance d;
 static pid_t spawned;
-static char tmpdir[64];
+static sd_bus *bus;
 static char made_dir[64];       /* a runtime dir datd itself creates */
-
-/* Files a test may leave in tmpdir. */
-static const char *const tmp_names[] = { "datd.conf", "datd.sock", "bus.sock", "datd.log" };
 
 static void teardown(void)
 {
+        bus = sd_bus_flush_close_unref(bus);
         child_kill(&spawned);
         datd_stop(&d);
-        if (tmpdir[0]) {
-                for (size_t i = 0; i < sizeof(tmp_names) / sizeof(tmp_names[0]); i++) {
-                        char path[128];
-
-                        snprintf(path, sizeof(path), "%s/%s", tmpdir, tmp_names[i]);
-                        unlink(path);
-                }
-                rmdir(tmpdir);
-        }
+        scratch_remove();
         if (made_dir[0])
                 rmdir(made_dir);
 }
 
 TestSuite(datd_lifecycle, .timeout = 30, .fini = teardown);
 
-#define TMP_PATH_MAX 128
-
-/* name inside this test's temporary directory, made on first use. */
-static const char *tmp_path(const char *name, char path[TMP_PATH_MAX])
-{
-        if (!tmpdir[0]) {
-                strcpy(tmpdir, "/tmp/datd-lifecycle-XXXXXX");
-                cr_assert_not_null(mkdtemp(tmpdir));
-        }
-        snprintf(path, TMP_PATH_MAX, "%s/%s", tmpdir, name);
-        return path;
-}
-
 static const char *write_config(const char *json)
 {
-        static char path[TMP_PATH_MAX];
-        FILE *f = fopen(tmp_path("datd.conf", path), "we");
+        static char path[SCRATCH_PATH_MAX];
 
-        cr_assert_not_null(f);
-        cr_assert_geq(fputs(json, f), 0);
-        cr_assert_eq(fclose(f), 0);
+        cr_assert_not_null(scratch_write("datd.conf", json, path));
         return path;
 }
 
@@ -132,6 +108,23 @@ Test(datd_lifecycle, sigint_exits_0_and_unlinks_the_sockets)
 {
         cr_assert_eq(datd_start(&d, NULL), 0);
         expect_clean_exit_on(SIGINT);
+}
+
+Test(datd_lifecycle, sigterm_with_clients_connected_exits_0)
+{
+        struct datp_ia_open_reply open;
+        int fd;
+
+        cr_assert_eq(datd_start(&d, NULL), 0);
+        fd = raw_connect_hello(d.socket_path);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(raw_ia_open(fd, "shm", &open), 0);
+        cr_assert_eq(open.status.dat_status, 0);
+        cr_assert_eq(bus_client_open(d.bus_address, &bus), 0);
+        /* Everything the clients own is freed on the way out. */
+        expect_clean_exit_on(SIGTERM);
+        cr_expect_eq(raw_wait_eof(fd, RAW_TIMEOUT_MS), 0);
+        close(fd);
 }
 
 Test(datd_lifecycle, sighup_does_not_stop_datd)
@@ -201,50 +194,33 @@ Test(datd_lifecycle, refuses_to_start_beside_a_running_datd)
 }
 
 /* As systemd does for datd.socket: the listening socket arrives as fd 3. */
-static void exec_activated_datd(int listen_fd, const char *config)
-{
-        char pid[16], log[TMP_PATH_MAX], *datd = build_path("daemon/datd");
-        int log_fd = open(tmp_path("datd.log", log), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-        if (log_fd >= 0)
-                dup2(log_fd, STDERR_FILENO);
-        if (listen_fd == 3)
-                fcntl(3, F_SETFD, 0);
-        else
-                dup2(listen_fd, 3);
-        snprintf(pid, sizeof(pid), "%d", (int) getpid());
-        setenv("LISTEN_FDS", "1", 1);
-        setenv("LISTEN_PID", pid, 1);
-        unsetenv("LISTEN_FDNAMES");
-        unsetenv("NOTIFY_SOCKET");
-        execl(datd, datd, "--runtime-dir", tmpdir, "--config", config, "--bus", "none",
-              "--log-target", "console", (char *) NULL);
-        _exit(127);
-}
-
 Test(datd_lifecycle, serves_the_socket_systemd_passes)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         const char *config = write_config(datd_test_default_config);
-        char path[TMP_PATH_MAX];
+        char dir[SCRATCH_PATH_MAX], log[SCRATCH_PATH_MAX];
         int lfd, fd, status;
 
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", tmp_path("datd.sock", path));
+        cr_assert_not_null(scratch_path("datd.sock", dir));
+        cr_assert_lt(strlen(dir), sizeof(sa.sun_path));
+        memcpy(sa.sun_path, dir, strlen(dir) + 1);
+        *strrchr(dir, '/') = '\0';
         lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         cr_assert_geq(lfd, 0);
         cr_assert_eq(bind(lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
         cr_assert_eq(listen(lfd, 16), 0);
-        spawned = fork();
-        cr_assert_geq(spawned, 0);
-        if (spawned == 0)
-                exec_activated_datd(lfd, config);
+        spawned = child_exec_datd((const char *const[]){ "--runtime-dir", dir, "--config", config,
+                                                         "--bus", "none", "--log-target", "console",
+                                                         NULL },
+                                  NULL, lfd, scratch_path("datd.log", log));
+        cr_assert_gt(spawned, 0);
         close(lfd);
 
         /* The backlog holds the connection until datd is up and answers. */
         fd = raw_connect_hello(sa.sun_path);
         if (fd < 0)
                 cr_assert_fail("HELLO on the passed socket: %s; datd's log:\n%s", strerror(-fd),
-                               read_file_str(tmp_path("datd.log", path)));
+                               read_file_str(log));
         close(fd);
         cr_assert_eq(kill(spawned, SIGTERM), 0);
         cr_assert_eq(child_wait(spawned, 5000, &status), 0);
@@ -301,12 +277,12 @@ Test(datd_lifecycle, check_config_accepts_a_full_config)
 /* Exit status 1, and the output names what is wrong. */
 static void expect_config_error(const char *json, const char *needle)
 {
-        char *out = NULL, path[TMP_PATH_MAX];
+        char *out = NULL, path[SCRATCH_PATH_MAX];
         int r = check_config(json, &out);
 
         cr_expect_eq(r, 1, "exit %d: %s", r, out);
         cr_expect_not_null(strstr(out, needle), "\"%s\" not in: %s", needle, out);
-        cr_expect_not_null(strstr(out, tmp_path("datd.conf", path)), "file not named: %s", out);
+        cr_expect_not_null(strstr(out, scratch_path("datd.conf", path)), "file not named: %s", out);
         free(out);
 }
 
