@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "daemon/client.h"
 #include "daemon/log.h"
 #include "daemon/netif.h"
+#include "daemon/utf8.h"
 
 /* ---- the object ------------------------------------------------------------ */
 
@@ -28,12 +30,18 @@ static int method_list_ias(sd_bus_message *msg, void *userdata, sd_bus_error *er
         for (size_t i = 0; r >= 0 && i < m->ias.n; i++) {
                 const Ia *ia = &m->ias.ias[i];
                 char address[SOCKADDR_STRING_MAX];
+                /* Interface names (also in an IPv6 scope) are the kernel's
+                 * bytes, not necessarily UTF-8. */
+                char adapter[UTF8_SANITIZED_SIZE(sizeof(ia->adapter_name))];
+                char address_utf8[UTF8_SANITIZED_SIZE(sizeof(address))];
 
                 sockaddr_to_string((const struct sockaddr *) &ia->address, ia->address_len,
                                    address, sizeof(address));
                 r = sd_bus_message_append(reply, "(sssssu)", ia->name,
-                                          transport_to_string(ia->transport), ia->adapter_name,
-                                          address, ia_is_up(ia) ? "up" : "down", ia->n_open);
+                                          transport_to_string(ia->transport),
+                                          utf8_sanitize(ia->adapter_name, adapter, sizeof(adapter)),
+                                          utf8_sanitize(address, address_utf8, sizeof(address_utf8)),
+                                          ia_is_up(ia) ? "up" : "down", ia->n_open);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -42,12 +50,20 @@ static int method_list_ias(sd_bus_message *msg, void *userdata, sd_bus_error *er
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* ListClients(): id, pid, uid, gid, command, IAs, connected since, objects,
+ * EPs, LMR bytes. */
+#define CLIENT_STRUCT "tuuusastuut"
+
 static int append_client(sd_bus_message *reply, const Client *c)
 {
+        const ObjectCounts *counts = &c->objects.counts;
+        uint32_t n_objects = 0;
         const IaInstance *i;
         int r;
 
-        r = sd_bus_message_open_container(reply, 'r', "tuuusast");
+        for (uint32_t k = 1; k <= DATP_OBJ_KIND_MAX; k++)
+                n_objects += counts->n[k];
+        r = sd_bus_message_open_container(reply, 'r', CLIENT_STRUCT);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "tuuus", c->id, (uint32_t) c->peer.pid,
                                           (uint32_t) c->peer.uid, (uint32_t) c->peer.gid,
@@ -60,7 +76,8 @@ static int append_client(sd_bus_message *reply, const Client *c)
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r >= 0)
-                r = sd_bus_message_append(reply, "t", c->connected_usec);
+                r = sd_bus_message_append(reply, "tuut", c->connected_usec, n_objects,
+                                          counts->n[DATP_OBJ_EP], counts->lmr_bytes);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;
@@ -75,7 +92,7 @@ static int method_list_clients(sd_bus_message *msg, void *userdata, sd_bus_error
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(tuuusast)");
+                r = sd_bus_message_open_container(reply, 'a', "(" CLIENT_STRUCT ")");
         LIST_FOREACH(clients, c, m->clients)
                 if (r >= 0)
                         r = append_client(reply, c);
@@ -84,6 +101,126 @@ static int method_list_clients(sd_bus_message *msg, void *userdata, sd_bus_error
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
+}
+
+/* ---- objects --------------------------------------------------------------- */
+
+/* ListEndpoints(): per EP, client id, pid, command, IA, handle, PZ, state,
+ * max_recv_dtos, max_request_dtos, max_recv_iov, max_request_iov,
+ * max_message_size, datd's id. */
+#define ENDPOINT_STRUCT "tussttsuuuuuu"
+/* ListObjects(): per object, client id, pid, command, IA, kind, handle, PZ,
+ * state, length, qlen, datd's id. */
+#define OBJECT_STRUCT "tusssttstuu"
+
+/* D-Bus readers (sd-bus among them) refuse an array of more than 64 MiB, the
+ * D-Bus specification's limit, while sd-bus writes one without complaint:
+ * datd counts the bytes of a list itself rather than send what nobody can
+ * read. */
+#define BUS_ARRAY_MAX ((size_t) 64 << 20)
+
+static size_t align_to(size_t offset, size_t alignment)
+{
+        return (offset + alignment - 1) & ~(alignment - 1);
+}
+
+/* Where a struct of 't', 'u' and 's' ends in a D-Bus array when it starts
+ * at offset: the struct at 8, each value at its own alignment, a string as
+ * its length, its bytes and a NUL.  strings are the struct's in order. */
+static size_t marshalled_struct_end(size_t offset, const char *signature, const char *const *strings)
+{
+        offset = align_to(offset, 8);
+        for (const char *t = signature; *t; t++) {
+                size_t size = *t == 't' ? 8 : 4;
+
+                offset = align_to(offset, size) + size;
+                if (*t == 's')
+                        offset += strlen(*strings++) + 1;
+        }
+        return offset;
+}
+
+/* Counts the row into *bytes; -E2BIG once the array would be too big. */
+static int count_row(size_t *bytes, const char *signature, const char *const *strings)
+{
+        *bytes = marshalled_struct_end(*bytes, signature, strings);
+        return *bytes > BUS_ARRAY_MAX ? -E2BIG : 0;
+}
+
+static int append_endpoint(sd_bus_message *reply, const Client *c, const Object *o, size_t *bytes)
+{
+        const struct datp_obj_desc *d = &o->desc;
+        const char *state = object_state_to_string(d);
+        int r = count_row(bytes, ENDPOINT_STRUCT,
+                          (const char *const[]) { c->peer.comm, o->instance->ia->name, state });
+
+        if (r < 0)
+                return r;
+        return sd_bus_message_append(reply, "(" ENDPOINT_STRUCT ")", c->id, (uint32_t) c->peer.pid,
+                                     c->peer.comm, o->instance->ia->name, d->handle, d->pz_handle,
+                                     state, d->max_recv_dtos, d->max_request_dtos, d->max_recv_iov,
+                                     d->max_request_iov, d->max_message_size, o->id);
+}
+
+static int append_object(sd_bus_message *reply, const Client *c, const Object *o, size_t *bytes)
+{
+        const struct datp_obj_desc *d = &o->desc;
+        const char *kind = object_kind_to_string(d->kind), *state = object_state_to_string(d);
+        int r = count_row(bytes, OBJECT_STRUCT,
+                          (const char *const[]) { c->peer.comm, o->instance->ia->name, kind, state });
+
+        if (r < 0)
+                return r;
+        return sd_bus_message_append(reply, "(" OBJECT_STRUCT ")", c->id, (uint32_t) c->peer.pid,
+                                     c->peer.comm, o->instance->ia->name, kind, d->handle,
+                                     d->pz_handle, state, d->length, d->qlen, o->id);
+}
+
+/* One reply with a row per object of every client (of one kind, or all for
+ * 0), appended straight from the tables: nothing is allocated per object, so
+ * that 100 000 EPs list in well under a second. */
+static int reply_objects(sd_bus_message *msg, Manager *m, uint32_t kind, const char *row,
+                         int (*append)(sd_bus_message *reply, const Client *c, const Object *o,
+                                       size_t *bytes),
+                         sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const Client *c;
+        size_t bytes = 0, n = 0;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', row);
+        LIST_FOREACH(clients, c, m->clients)
+                for (uint32_t i = 0; r >= 0 && i < c->objects.n_touched; i++) {
+                        const Object *o = &c->objects.slots[i];
+
+                        if (o->instance && (kind == 0 || o->desc.kind == kind)) {
+                                r = append(reply, c, o, &bytes);
+                                n++;
+                        }
+                }
+        if (r == -E2BIG)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "More objects than one D-Bus reply can carry "
+                                         "(the first %zu fit in 64 MiB).", n - 1);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_endpoints(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        return reply_objects(msg, userdata, DATP_OBJ_EP, "(" ENDPOINT_STRUCT ")", append_endpoint,
+                             error);
+}
+
+static int method_list_objects(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        return reply_objects(msg, userdata, 0, "(" OBJECT_STRUCT ")", append_object, error);
 }
 
 static const struct {
@@ -99,6 +236,8 @@ static const struct {
         COUNTER(ia_opens),
         COUNTER(ia_open_failures),
         COUNTER(ia_closes),
+        COUNTER(objects_registered),
+        COUNTER(objects_refused),
 #undef COUNTER
 };
 
@@ -137,12 +276,19 @@ static const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_CONST),
         /* Changes all the time and no signal says so: read it when needed. */
         SD_BUS_PROPERTY("NClients", "u", NULL, offsetof(Manager, n_clients), 0),
+        SD_BUS_PROPERTY("NObjects", "t", NULL, offsetof(Manager, n_objects), 0),
         SD_BUS_METHOD_WITH_NAMES("ListIAs", NULL, /* no arguments */,
                                  "a(sssssu)", SD_BUS_PARAM(ias),
                                  method_list_ias, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListClients", NULL, /* no arguments */,
-                                 "a(tuuusast)", SD_BUS_PARAM(clients),
+                                 "a(" CLIENT_STRUCT ")", SD_BUS_PARAM(clients),
                                  method_list_clients, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListEndpoints", NULL, /* no arguments */,
+                                 "a(" ENDPOINT_STRUCT ")", SD_BUS_PARAM(endpoints),
+                                 method_list_endpoints, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListObjects", NULL, /* no arguments */,
+                                 "a(" OBJECT_STRUCT ")", SD_BUS_PARAM(objects),
+                                 method_list_objects, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetCounters", NULL, /* no arguments */,
                                  "a{st}", SD_BUS_PARAM(counters),
                                  method_get_counters, SD_BUS_VTABLE_UNPRIVILEGED),

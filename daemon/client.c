@@ -31,6 +31,7 @@ IaInstance *ia_instance_free(IaInstance *i)
         if (!i)
                 return NULL;
         c = i->client;
+        object_drop_instance(c, i);
         LIST_REMOVE(instances, c->instances, i);
         c->n_instances--;
         i->ia->n_open--;
@@ -64,6 +65,7 @@ int client_open_ia(Client *c, Ia *ia, IaInstance **ret)
         while (i->id == 0 || client_find_ia(c, i->id));
         i->client = c;
         i->ia = ia;
+        i->objects = OBJECT_NONE;
         LIST_PREPEND(instances, c->instances, i);
         c->n_instances++;
         ia->n_open++;
@@ -79,6 +81,7 @@ Client *client_free(Client *c)
                 return NULL;
         while (c->instances)
                 ia_instance_free(c->instances);
+        object_table_done(&c->objects);
         if (c->manager) {
                 LIST_REMOVE(clients, c->manager->clients, c);
                 c->manager->n_clients--;
@@ -237,6 +240,7 @@ void client_accept(Manager *m, int fd)
                 return;
         }
         c->fd = fd;
+        object_table_init(&c->objects);
         r = peer_identify(fd, &c->peer);
         if (r < 0) {
                 log_warning_errno(r, "Failed to identify a new client, closing it: %m");

@@ -10,6 +10,7 @@
 #include "daemon/ia.h"
 #include "daemon/list.h"
 #include "daemon/manager.h"
+#include "daemon/object.h"
 #include "daemon/peer.h"
 #include "proto/datp.h"
 
@@ -21,6 +22,8 @@ struct IaInstance {
         Ia *ia;
         uint32_t id;                    /* the ia_id the client uses; never 0 */
         LIST_FIELDS(IaInstance, instances);
+        uint32_t objects;               /* first slot of its objects in client->objects */
+        ObjectCounts counts;            /* what the datd.conf quotas are held against */
 };
 
 struct Client {
@@ -38,6 +41,9 @@ struct Client {
         IaInstance *instances;
         uint32_t n_instances;
         uint32_t next_ia_id;
+
+        ObjectTable objects;            /* of all its IA instances; ids per connection */
+        uint32_t quota_logged;          /* bit per kind (0: max_lmr_bytes): refusal logged */
 
         /* Replies the socket had no room for, oldest first: a ring of
          * limits.max_pending_replies slots, allocated on first use. */

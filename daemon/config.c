@@ -16,6 +16,7 @@
 #include "common/macro.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
+#include "daemon/utf8.h"
 #include "proto/datp.h"
 
 /* The parse state of one file: errors are counted, not fatal, so that one
@@ -246,7 +247,8 @@ int config_check_runtime_dir(const char *dir)
         size_t max = sizeof(((struct sockaddr_un *) NULL)->sun_path) - 1 -
                      strlen("/" DATD_SOCKET_NAME);
 
-        if (!path_is_normalized_absolute(dir))
+        /* It is on D-Bus (RuntimeDirectory, SocketPath), which carries UTF-8 only. */
+        if (!path_is_normalized_absolute(dir) || !utf8_is_valid(dir))
                 return -EINVAL;
         if (strlen(dir) > max)
                 return -ENAMETOOLONG;
@@ -265,7 +267,7 @@ static void parse_runtime_dir(ConfigParser *p, const char *jpath, json_t *v, voi
         if (r == -ENAMETOOLONG)
                 config_error(p, jpath, "too long for a socket path");
         else if (r < 0)
-                config_error(p, jpath, "must be a normalized absolute path");
+                config_error(p, jpath, "must be a normalized absolute path in UTF-8");
 }
 
 /* ---- objects --------------------------------------------------------------- */

@@ -75,6 +75,26 @@ const char *format_age(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec, uint
         return format_timespan(buf, now > usec ? now - usec : 0);
 }
 
+const char *format_bytes(char buf[static FORMAT_BYTES_MAX], uint64_t bytes)
+{
+        static const char units[] = "KMGTPE";
+        unsigned u = 0;
+
+        if (bytes < 1024) {
+                snprintf(buf, FORMAT_BYTES_MAX, "%lluB", (unsigned long long)bytes);
+                return buf;
+        }
+        /* Tenths of the unit, rounded down: a quota is never shown as reached
+         * before it is. */
+        while (u + 1 < sizeof(units) - 1 && bytes >= (UINT64_C(1024) << (10 * (u + 1))))
+                u++;
+        snprintf(buf, FORMAT_BYTES_MAX, "%llu.%u%c",
+                 (unsigned long long)(bytes >> (10 * (u + 1))),
+                 (unsigned)(((bytes & ((UINT64_C(1024) << (10 * u)) - 1)) * 10) >> (10 * (u + 1))),
+                 units[u]);
+        return buf;
+}
+
 const char *format_user(char buf[static FORMAT_USER_MAX], uid_t uid)
 {
         struct passwd pw, *found = NULL;
@@ -85,42 +105,6 @@ const char *format_user(char buf[static FORMAT_USER_MAX], uid_t uid)
         if (strlen(found->pw_name) >= FORMAT_USER_MAX)
                 return NULL;
         return strcpy(buf, found->pw_name);
-}
-
-static bool is_continuation(unsigned char c)
-{
-        return (c & 0xc0) == 0x80;
-}
-
-size_t utf8_decode(const char *s, uint32_t *cp)
-{
-        const unsigned char *u = (const unsigned char *)s;
-        uint32_t c, min;
-        size_t len;
-
-        if (u[0] < 0x80) {
-                *cp = u[0];
-                return 1;
-        }
-        if ((u[0] & 0xe0) == 0xc0) {
-                len = 2, c = u[0] & 0x1f, min = 0x80;
-        } else if ((u[0] & 0xf0) == 0xe0) {
-                len = 3, c = u[0] & 0x0f, min = 0x800;
-        } else if ((u[0] & 0xf8) == 0xf0) {
-                len = 4, c = u[0] & 0x07, min = 0x10000;
-        } else {
-                return 0;
-        }
-        /* The NUL terminator is not a continuation byte, so this stops there. */
-        for (size_t i = 1; i < len; i++) {
-                if (!is_continuation(u[i]))
-                        return 0;
-                c = (c << 6) | (u[i] & 0x3f);
-        }
-        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-                return 0;
-        *cp = c;
-        return len;
 }
 
 /* Characters that change how a terminal shows what follows them. */

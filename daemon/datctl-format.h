@@ -8,12 +8,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "utf8.h"
+
 /* "2026-11-22 06:12:01 UTC" plus room to spare. */
 #define FORMAT_TIMESTAMP_MAX 64
 /* "213503982d 8h" is the longest a uint64_t of µs can give. */
 #define FORMAT_TIMESPAN_MAX 32
 /* Enough for any user name we print; longer names show as the UID. */
 #define FORMAT_USER_MAX 256
+
+/* "18446744073709551615B" is the longest format_bytes() gives. */
+#define FORMAT_BYTES_MAX 32
 
 /* CLOCK_REALTIME now, in µs: datd's timestamps are on that clock. */
 uint64_t now_realtime_usec(void);
@@ -35,13 +40,12 @@ const char *format_timespan(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec)
  * future (clock stepped back) is "0s".  NULL when usec is 0. */
 const char *format_age(char buf[static FORMAT_TIMESPAN_MAX], uint64_t usec, uint64_t now);
 
+/* A size for people: "512B" below 1 KiB, else in the largest binary unit
+ * that leaves at least 1, with one decimal: "1.5K", "16.0G".  Returns buf. */
+const char *format_bytes(char buf[static FORMAT_BYTES_MAX], uint64_t bytes);
+
 /* The user name of uid from the passwd database, or NULL if it has none. */
 const char *format_user(char buf[static FORMAT_USER_MAX], uid_t uid);
-
-/* Decodes one UTF-8 sequence at s.  Returns its length in bytes (1-4) and
- * the code point in *cp, or 0 if s does not start a valid, shortest-form
- * sequence of a Unicode scalar value. */
-size_t utf8_decode(const char *s, uint32_t *cp);
 
 /* A copy of s that is safe to write to a terminal: control characters
  * (C0, DEL, C1), bidirectional overrides and bytes that are not valid UTF-8

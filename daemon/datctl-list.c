@@ -4,6 +4,7 @@
 #include "datctl-list.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ const struct list_view list_view_ias = {
         .nouns = "IAs",
 };
 
-/* ListClients() -> a(tuuusast), DBUS-API.md */
+/* ListClients() -> a(tuuusastuut), DBUS-API.md */
 static const struct list_field client_fields[] = {
         { "id", LIST_FIELD_U64 },
         { "pid", LIST_FIELD_U32 },
@@ -52,6 +53,9 @@ static const struct list_field client_fields[] = {
         { "command", LIST_FIELD_STRING },
         { "ias", LIST_FIELD_STRINGS },
         { "connected_since", LIST_FIELD_TIMESTAMP },
+        { "objects", LIST_FIELD_U32 },
+        { "eps", LIST_FIELD_U32 },
+        { "lmr_bytes", LIST_FIELD_U64 },
 };
 
 static const struct list_column client_columns[] = {
@@ -62,6 +66,8 @@ static const struct list_column client_columns[] = {
         { "GID", "gid", LIST_CELL_NUMBER, false },
         { "COMMAND", "command", LIST_CELL_TEXT, true },
         { "IAS", "ias", LIST_CELL_JOINED, true },
+        { "EPS", "eps", LIST_CELL_NUMBER, false },
+        { "LMR BYTES", "lmr_bytes", LIST_CELL_BYTES, false },
         { "SINCE", "connected_since", LIST_CELL_TIMESTAMP, false },
         { "AGE", "connected_since", LIST_CELL_AGE, false },
 };
@@ -76,6 +82,84 @@ const struct list_view list_view_clients = {
         .nouns = "clients",
 };
 
+/* ListEndpoints() -> a(tussttsuuuuuu), DBUS-API.md */
+static const struct list_field endpoint_fields[] = {
+        { "client_id", LIST_FIELD_U64 },
+        { "pid", LIST_FIELD_U32 },
+        { "command", LIST_FIELD_STRING },
+        { "ia", LIST_FIELD_STRING },
+        { "handle", LIST_FIELD_HANDLE },
+        { "pz_handle", LIST_FIELD_HANDLE },
+        { "state", LIST_FIELD_STRING },
+        { "max_recv_dtos", LIST_FIELD_U32 },
+        { "max_request_dtos", LIST_FIELD_U32 },
+        { "max_recv_iov", LIST_FIELD_U32 },
+        { "max_request_iov", LIST_FIELD_U32 },
+        { "max_message_size", LIST_FIELD_U32 },
+        { "id", LIST_FIELD_U32 },
+};
+
+static const struct list_column endpoint_columns[] = {
+        { "OWNER", "pid", LIST_CELL_OWNER, true, "command" },
+        { "IA", "ia", LIST_CELL_TEXT, true },
+        { "HANDLE", "handle", LIST_CELL_TEXT, false },
+        { "STATE", "state", LIST_CELL_TEXT, false },
+        { "PZ", "pz_handle", LIST_CELL_TEXT, false },
+        { "RECV", "max_recv_dtos", LIST_CELL_NUMBER, false },
+        { "REQUEST", "max_request_dtos", LIST_CELL_NUMBER, false },
+        { "RECV-IOV", "max_recv_iov", LIST_CELL_NUMBER, false },
+        { "REQ-IOV", "max_request_iov", LIST_CELL_NUMBER, false },
+        { "MAX-MSG", "max_message_size", LIST_CELL_BYTES, false },
+        { "ID", "id", LIST_CELL_NUMBER, false },
+};
+
+const struct list_view list_view_endpoints = {
+        .method = "ListEndpoints",
+        .fields = endpoint_fields,
+        .n_fields = ARRAY_SIZE(endpoint_fields),
+        .columns = endpoint_columns,
+        .n_columns = ARRAY_SIZE(endpoint_columns),
+        .noun = "endpoint",
+        .nouns = "endpoints",
+};
+
+/* ListObjects() -> a(tusssttstuu), DBUS-API.md */
+static const struct list_field object_fields[] = {
+        { "client_id", LIST_FIELD_U64 },
+        { "pid", LIST_FIELD_U32 },
+        { "command", LIST_FIELD_STRING },
+        { "ia", LIST_FIELD_STRING },
+        { "kind", LIST_FIELD_STRING },
+        { "handle", LIST_FIELD_HANDLE },
+        { "pz_handle", LIST_FIELD_HANDLE },
+        { "state", LIST_FIELD_STRING },
+        { "length", LIST_FIELD_U64 },
+        { "qlen", LIST_FIELD_U32 },
+        { "id", LIST_FIELD_U32 },
+};
+
+static const struct list_column object_columns[] = {
+        { "OWNER", "pid", LIST_CELL_OWNER, true, "command" },
+        { "IA", "ia", LIST_CELL_TEXT, true },
+        { "KIND", "kind", LIST_CELL_TEXT, false },
+        { "HANDLE", "handle", LIST_CELL_TEXT, false },
+        { "PZ", "pz_handle", LIST_CELL_TEXT, false },
+        { "STATE", "state", LIST_CELL_TEXT, false },
+        { "LENGTH", "length", LIST_CELL_BYTES, false, NULL, true },
+        { "QLEN", "qlen", LIST_CELL_NUMBER, false, NULL, true },
+        { "ID", "id", LIST_CELL_NUMBER, false },
+};
+
+const struct list_view list_view_objects = {
+        .method = "ListObjects",
+        .fields = object_fields,
+        .n_fields = ARRAY_SIZE(object_fields),
+        .columns = object_columns,
+        .n_columns = ARRAY_SIZE(object_columns),
+        .noun = "object",
+        .nouns = "objects",
+};
+
 static const char *list_field_signature(enum list_field_type type)
 {
         switch (type) {
@@ -85,6 +169,7 @@ static const char *list_field_signature(enum list_field_type type)
                 return "u";
         case LIST_FIELD_U64:
         case LIST_FIELD_TIMESTAMP:
+        case LIST_FIELD_HANDLE:
                 return "t";
         case LIST_FIELD_STRINGS:
                 return "as";
@@ -185,6 +270,11 @@ static int read_field(sd_bus_message *m, const struct list_field *f, json_t *obj
                 if (r == 0)
                         r = 1;
                 break;
+        case LIST_FIELD_HANDLE:
+                r = sd_bus_message_read(m, "t", &t);
+                if (r > 0)
+                        value = t ? json_sprintf("0x%" PRIx64, t) : json_null();
+                break;
         default:
                 return -EINVAL;
         }
@@ -276,11 +366,18 @@ static int add_cell(struct table *t, const struct list_column *c, json_t *row, u
         json_t *value = json_object_get(row, c->key);
         char buf[FORMAT_TIMESTAMP_MAX + FORMAT_USER_MAX];
 
+        if (c->blank_zero && json_is_integer(value) && json_integer_value(value) == 0)
+                return table_add(t, NULL);
         switch (c->cell) {
         case LIST_CELL_TEXT:
                 return table_add(t, json_string_value(value));
         case LIST_CELL_NUMBER:
                 return table_addf(t, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
+        case LIST_CELL_BYTES:
+                return table_add(t, format_bytes(buf, (uint64_t)json_integer_value(value)));
+        case LIST_CELL_OWNER:
+                return table_addf(t, "%" JSON_INTEGER_FORMAT "/%s", json_integer_value(value),
+                                  json_string_value(json_object_get(row, c->key2)) ?: "");
         case LIST_CELL_USER:
                 return table_add(t, format_user(buf, (uid_t)json_integer_value(value)));
         case LIST_CELL_JOINED:
@@ -305,7 +402,8 @@ int list_to_table(json_t *rows, const struct list_view *v, uint64_t now, struct 
         for (size_t c = 0; c < v->n_columns; c++)
                 columns[c] = (struct table_column) {
                         .header = v->columns[c].header,
-                        .align_right = v->columns[c].cell == LIST_CELL_NUMBER,
+                        .align_right = v->columns[c].cell == LIST_CELL_NUMBER ||
+                                       v->columns[c].cell == LIST_CELL_BYTES,
                         .may_shrink = v->columns[c].may_shrink,
                 };
         t = table_new(columns, v->n_columns);

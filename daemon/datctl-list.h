@@ -25,6 +25,8 @@ enum list_field_type {
         LIST_FIELD_TIMESTAMP,   /* t, CLOCK_REALTIME µs, 0 = never; JSON: KEY as an
                                  * ISO 8601 UTC string (null for 0) and KEY_usec */
         LIST_FIELD_STRINGS,     /* as */
+        LIST_FIELD_HANDLE,      /* t, a DAT handle; JSON: "0x7f..." (exact, unlike
+                                 * a JSON number), null for 0 (DAT_HANDLE_NULL) */
 };
 
 struct list_field {
@@ -39,6 +41,8 @@ enum list_cell {
         LIST_CELL_JOINED,       /* a string array, comma-separated */
         LIST_CELL_TIMESTAMP,    /* a timestamp field: "2026-11-22 06:12:01 UTC" */
         LIST_CELL_AGE,          /* a timestamp field, as its age: "3min 12s" */
+        LIST_CELL_BYTES,        /* an integer field of bytes: "512B", "1.5M", right-aligned */
+        LIST_CELL_OWNER,        /* a process: PID field key, command field key2: "4242/mpirun" */
 };
 
 struct list_column {
@@ -46,6 +50,8 @@ struct list_column {
         const char *key;        /* the field shown */
         enum list_cell cell;
         bool may_shrink;        /* long free text that may be cut on a terminal */
+        const char *key2;       /* LIST_CELL_OWNER: the command */
+        bool blank_zero;        /* numbers: 0 shows as "-" (a field its kind has not) */
 };
 
 struct list_view {
@@ -58,9 +64,12 @@ struct list_view {
         const char *nouns;      /* legend: "2 IAs listed." */
 };
 
-/* The list commands datctl has: "ia list", "client list". */
+/* The list commands datctl has: "ia list", "client list", "ep list",
+ * "object list". */
 extern const struct list_view list_view_ias;
 extern const struct list_view list_view_clients;
+extern const struct list_view list_view_endpoints;
+extern const struct list_view list_view_objects;
 
 /* The D-Bus type of the method's reply, "a(ssssuu)"; malloc'd. */
 char *list_signature(const struct list_view *v);

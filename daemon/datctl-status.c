@@ -23,15 +23,17 @@ struct status_property {
         const char *name;       /* on org.datd.Datd1.Manager */
         const char *key;        /* in the JSON object */
         char type;              /* its D-Bus type */
+        bool timestamp;         /* 't' in CLOCK_REALTIME µs: set_start_timestamp() */
 };
 
 /* In the order the JSON object shows them. */
 static const struct status_property status_properties[] = {
         { "Version", "version", 's' },
-        { "StartTimestamp", "start_timestamp", 't' },
+        { "StartTimestamp", "start_timestamp", 't', true },
         { "RuntimeDirectory", "runtime_directory", 's' },
         { "SocketPath", "socket_path", 's' },
         { "NClients", "n_clients", 'u' },
+        { "NObjects", "n_objects", 't' },
 };
 
 static const struct status_property *status_property_find(const char *name)
@@ -54,7 +56,7 @@ static int status_new(json_t **ret)
         _cleanup_(json_decrefp) json_t *status = json_object();
         static const char *const keys[] = {
                 "version", "start_timestamp", "start_timestamp_usec", "uptime_usec",
-                "runtime_directory", "socket_path", "n_clients", "n_ias", "n_ias_up",
+                "runtime_directory", "socket_path", "n_clients", "n_objects", "n_ias", "n_ias_up",
         };
 
         if (!status)
@@ -119,9 +121,11 @@ static int read_property(sd_bus_message *m, void *userdata)
                 r = sd_bus_message_exit_container(m);
         if (r < 0)
                 return r;
-        if (p->type == 't')
+        if (p->timestamp)
                 return set_start_timestamp(ctx->status, v.t, ctx->now);
-        value = p->type == 's' ? json_string(v.s) : json_integer(v.u);
+        value = p->type == 's'   ? json_string(v.s)
+                : p->type == 't' ? json_from_u64(v.t)
+                                 : json_integer(v.u);
         return set_or_oom(ctx->status, p->key, value);
 }
 
@@ -296,6 +300,7 @@ int status_print(json_t *status)
         print_line("Runtime dir", json_string_value(json_object_get(status, "runtime_directory")));
         print_line("Socket", json_string_value(json_object_get(status, "socket_path")));
         print_integer("Clients", json_object_get(status, "n_clients"));
+        print_integer("Objects", json_object_get(status, "n_objects"));
         print_ias(status);
         print_counters(json_object_get(status, "counters"));
         return ferror(stdout) ? -EIO : 0;

@@ -53,6 +53,8 @@ static const struct verb verbs[] = {
         { { "status" }, verb_status, NULL },
         { { "ia", "list" }, verb_list, &list_view_ias },
         { { "client", "list" }, verb_list, &list_view_clients },
+        { { "ep", "list" }, verb_list, &list_view_endpoints },
+        { { "object", "list" }, verb_list, &list_view_objects },
 };
 
 static void print_help(void)
@@ -63,13 +65,19 @@ static void print_help(void)
                "\n"
                "Commands:\n"
                "  status               Show datd's version, start time and uptime, runtime\n"
-               "                       directory, client socket, number of clients, IAs,\n"
-               "                       and counters\n"
+               "                       directory, client socket, number of clients and of\n"
+               "                       their objects, IAs, and counters\n"
                "  ia list              List the interface adapters (IAs) datd serves: name,\n"
                "                       transport, adapter, address, state, open instances\n"
                "  client list          List the processes connected to datd: connection ID,\n"
-               "                       PID, UID and user, GID, command, open IAs, connected\n"
-               "                       since\n"
+               "                       PID, UID and user, GID, command, open IAs, endpoints,\n"
+               "                       registered memory, connected since\n"
+               "  ep list              List the endpoints of all clients: owner (PID/command),\n"
+               "                       IA, handle, state, protection zone, DTO and IOV\n"
+               "                       limits, largest message, datd's ID\n"
+               "  object list          List every DAT object clients created (PZ, EVD, CNO,\n"
+               "                       LMR, RMR, EP, SRQ): owner, IA, kind, handle,\n"
+               "                       protection zone, state, length, queue length, ID\n"
                "\n"
                "Options:\n"
                "  -h --help            Show this help and exit\n"

@@ -70,7 +70,7 @@ static int parse_argv(int argc, char *argv[], Arguments *a)
                         if (r < 0)
                                 return log_error_errno(r, "Invalid runtime directory \"%s\": %s", optarg,
                                                        r == -ENAMETOOLONG ? "too long for a socket path"
-                                                                          : "not a normalized absolute path");
+                                                                          : "not a normalized absolute path in UTF-8");
                         a->runtime_dir = optarg;
                         break;
                 case 'l':

@@ -9,6 +9,7 @@
 #include "daemon/ia.h"
 #include "daemon/log.h"
 #include "daemon/netif.h"
+#include "daemon/utf8.h"
 
 Ia *ia_registry_find(const IaRegistry *r, const char *name)
 {
@@ -22,6 +23,13 @@ Ia *ia_registry_add(IaRegistry *r, const char *name, Transport t, const IAConfig
 {
         Ia *ias, *ia;
 
+        /* IA names are on D-Bus, which carries UTF-8 only (datd.conf's
+         * are checked when read; a device's name is the kernel's). */
+        if (!utf8_is_valid(name)) {
+                log_warning("IA name of a %s device is not UTF-8, not adding it.",
+                            transport_to_string(t));
+                return NULL;
+        }
         if (ia_registry_find(r, name)) {
                 log_warning("IA name \"%s\" is taken, not adding the %s IA.", name,
                             transport_to_string(t));

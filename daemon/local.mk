@@ -6,6 +6,7 @@ daemon_datd_SOURCES = \
 	daemon/datd.c \
 	daemon/manager.c \
 	daemon/client.c \
+	daemon/object.c \
 	daemon/request.c \
 	daemon/bus.c \
 	daemon/config.c \
@@ -13,6 +14,7 @@ daemon_datd_SOURCES = \
 	daemon/netif.c \
 	daemon/peer.c \
 	daemon/policy.c \
+	daemon/utf8.c \
 	daemon/log.c
 daemon_datd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JANSSON_CFLAGS)
 daemon_datd_LDADD = proto/libdatp.la $(SYSTEMD_LIBS) $(JANSSON_LIBS)
@@ -32,8 +34,10 @@ noinst_HEADERS += \
 	daemon/log.h \
 	daemon/manager.h \
 	daemon/netif.h \
+	daemon/object.h \
 	daemon/peer.h \
-	daemon/policy.h
+	daemon/policy.h \
+	daemon/utf8.h
 
 EXTRA_DIST += daemon/DBUS-API.md
 
@@ -45,7 +49,8 @@ daemon_datctl_SOURCES = \
 	daemon/datctl-format.c daemon/datctl-format.h \
 	daemon/datctl-list.c daemon/datctl-list.h \
 	daemon/datctl-status.c daemon/datctl-status.h \
-	daemon/datctl-table.c daemon/datctl-table.h
+	daemon/datctl-table.c daemon/datctl-table.h \
+	daemon/utf8.c daemon/utf8.h
 daemon_datctl_CPPFLAGS = $(AM_CPPFLAGS) -DDATCTL_SEPARATE_UNITS
 daemon_datctl_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JANSSON_CFLAGS)
 daemon_datctl_LDADD = $(SYSTEMD_LIBS) $(JANSSON_LIBS)

@@ -27,6 +27,8 @@ typedef struct Counters {
         uint64_t ia_opens;
         uint64_t ia_open_failures;
         uint64_t ia_closes;          /* explicit IA_CLOSE and instances of departed clients */
+        uint64_t objects_registered; /* OBJ_CREATE accepted */
+        uint64_t objects_refused;    /* OBJ_CREATE refused: quota, unknown IA, out of memory */
 } Counters;
 
 typedef struct Manager {
@@ -43,6 +45,10 @@ typedef struct Manager {
         Client *clients;
         uint32_t n_clients;          /* uint32_t: the NClients property reads it directly */
         uint32_t n_ias_open;
+        /* Objects registered by all clients (the NObjects property): each
+         * client's are bounded by its quotas (datd.conf limits per open IA),
+         * so this is bounded by max_clients x max_ias_per_client x those. */
+        uint64_t n_objects;
         uint64_t next_client_id;
 
         /* D-Bus: the system bus (if any) and the private socket's connections. */

@@ -73,9 +73,9 @@ static int peer_groups(int fd, pid_t pid, gid_t **ret, size_t *n_ret)
         return -ERANGE;
 }
 
-static void peer_comm(pid_t pid, char *comm)
+static void peer_comm(pid_t pid, char comm[UTF8_SANITIZED_SIZE(PEER_COMM_MAX)])
 {
-        char path[64];
+        char path[64], raw[PEER_COMM_MAX + 1];
         _cleanup_close_ int fd = -1;
         ssize_t n;
 
@@ -84,11 +84,12 @@ static void peer_comm(pid_t pid, char *comm)
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return;
-        n = read(fd, comm, PEER_COMM_MAX);
+        n = read(fd, raw, PEER_COMM_MAX);
         if (n <= 0)
                 return;
-        comm[n] = '\0';
-        comm[strcspn(comm, "\n")] = '\0';
+        raw[n] = '\0';
+        raw[strcspn(raw, "\n")] = '\0';
+        utf8_sanitize(raw, comm, UTF8_SANITIZED_SIZE(PEER_COMM_MAX));
 }
 
 int peer_identify(int fd, Peer *ret)

@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "daemon/utf8.h"
+
+/* What the kernel keeps of a process name (TASK_COMM_LEN - 1). */
 #define PEER_COMM_MAX 16
 
 typedef struct Peer {
@@ -15,7 +18,10 @@ typedef struct Peer {
         gid_t gid;
         gid_t *groups;                  /* supplementary groups */
         size_t n_groups;
-        char comm[PEER_COMM_MAX + 1];   /* /proc/PID/comm, "" if unreadable */
+        /* /proc/PID/comm, "" if unreadable.  A process names itself with
+         * any bytes: invalid UTF-8 is replaced by U+FFFD here, because
+         * D-Bus carries nothing else. */
+        char comm[UTF8_SANITIZED_SIZE(PEER_COMM_MAX)];
 } Peer;
 
 int peer_identify(int fd, Peer *ret);

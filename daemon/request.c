@@ -1,6 +1,6 @@
 /* What datd does with each packet a client sends: validate, then HELLO,
- * IA_OPEN, IA_CLOSE, IA_QUERY.  Nothing here trusts the packet beyond what
- * datp_validate() checked. */
+ * IA_OPEN, IA_CLOSE, IA_QUERY, OBJ_CREATE, OBJ_UPDATE, OBJ_DESTROY.  Nothing
+ * here trusts the packet beyond what datp_validate() checked. */
 #include <config.h>
 
 #include <errno.h>
@@ -146,11 +146,14 @@ static int handle_ia_close(Client *c, const struct datp_ia_close *req)
 
         datp_header_init(&reply.hdr, DATP_IA_CLOSE | DATP_REPLY, c->version, sizeof(reply),
                          req->hdr.request_id);
-        /* dat_ia_close(3DAT): graceful close with live children is
-         * DAT_INVALID_STATE; an IA has no children in datd yet, so both
-         * flags close it now. */
         if (!instance)
                 reply_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        /* dat_ia_close(3DAT): graceful close with live children ->
+         * DAT_INVALID_STATE.  An abrupt close destroys them, as libdat does
+         * locally without unregistering each: they go with the instance. */
+        else if (req->flags == DATP_CLOSE_GRACEFUL && instance->objects != OBJECT_NONE)
+                reply_status(&reply.status, DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_IA_IN_USE),
+                             EBUSY);
         else {
                 log_debug("Client %" PRIu64 " closed IA %s (%" PRIu32 ").", c->id,
                           instance->ia->name, instance->id);
@@ -176,6 +179,101 @@ static int handle_ia_query(Client *c, const struct datp_ia_query *req)
         return client_send(c, &reply.hdr);
 }
 
+/* ---- objects ------------------------------------------------------------- */
+
+/* The reply to a create or update over a quota.  Logged once per limit until
+ * an object it counts goes away (object_free()), so that a client hammering
+ * at its quota cannot flood the journal. */
+static void refuse_over_quota(Client *c, const struct datp_obj_desc *d, const ObjectQuota *q,
+                              struct datp_status *status)
+{
+        reply_status(status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, q->dat_subtype), EDQUOT);
+        if (c->quota_logged & q->bit)
+                return;
+        c->quota_logged |= q->bit;
+        log_info("Client %" PRIu64 " (pid %d, uid %u, %s): %s refused: %s (%" PRIu64 ") reached.",
+                 c->id, (int) c->peer.pid, (unsigned) c->peer.uid, c->peer.comm,
+                 object_kind_to_string(d->kind), q->limit, q->value);
+}
+
+/* A request's object on the request's IA instance.  On failure the reply's
+ * status says which id was unknown (the object's kind, when the request
+ * names it). */
+static Object *find_object(Client *c, uint32_t ia_id, uint32_t obj_id, uint32_t kind,
+                           struct datp_status *status)
+{
+        IaInstance *instance = client_find_ia(c, ia_id);
+        Object *o = object_find(&c->objects, obj_id);
+
+        if (!instance)
+                reply_status(status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        else if (!o || o->instance != instance)
+                reply_status(status, DAT_ERR(DAT_INVALID_HANDLE, object_kind_invalid_handle(kind)),
+                             EBADF);
+        else
+                return o;
+        return NULL;
+}
+
+static int handle_obj_create(Client *c, const struct datp_obj_create *req)
+{
+        Manager *m = c->manager;
+        struct datp_obj_create_reply reply = {};
+        IaInstance *instance = client_find_ia(c, req->ia_id);
+        ObjectQuota quota;
+
+        datp_header_init(&reply.hdr, DATP_OBJ_CREATE | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!instance)
+                reply_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        else if (!object_quota_allows(&instance->counts, &m->config->limits, &req->desc, NULL, &quota))
+                refuse_over_quota(c, &req->desc, &quota, &reply.status);
+        else if (object_add(c, instance, &req->desc, &reply.obj_id) < 0)
+                reply_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY),
+                             ENOMEM);
+
+        if (reply.obj_id != 0)
+                m->counters.objects_registered++;
+        else
+                m->counters.objects_refused++;
+        return client_send(c, &reply.hdr);
+}
+
+static int handle_obj_update(Client *c, const struct datp_obj_update *req)
+{
+        struct datp_obj_update_reply reply = {};
+        Object *o = find_object(c, req->ia_id, req->obj_id, req->desc.kind, &reply.status);
+        ObjectQuota quota;
+
+        datp_header_init(&reply.hdr, DATP_OBJ_UPDATE | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!o)
+                return client_send(c, &reply.hdr);
+        /* An update describes the same object: what it is and which handle
+         * the client knows it by stay. */
+        if (o->desc.kind != req->desc.kind || o->desc.handle != req->desc.handle)
+                reply_status(&reply.status, DAT_ERR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE), EINVAL);
+        else if (!object_quota_allows(&o->instance->counts, &c->manager->config->limits, &req->desc,
+                                      &o->desc, &quota))
+                refuse_over_quota(c, &req->desc, &quota, &reply.status);
+        else
+                object_update(c, o, &req->desc);
+        return client_send(c, &reply.hdr);
+}
+
+static int handle_obj_destroy(Client *c, const struct datp_obj_destroy *req)
+{
+        struct datp_obj_destroy_reply reply = {};
+        /* The kind is not in the request: no handle subtype. */
+        Object *o = find_object(c, req->ia_id, req->obj_id, 0, &reply.status);
+
+        datp_header_init(&reply.hdr, DATP_OBJ_DESTROY | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (o)
+                object_free(c, o);
+        return client_send(c, &reply.hdr);
+}
+
 int client_handle_packet(Client *c, const union datp_message *msg, size_t len, unsigned nfds)
 {
         const char *reason = "invalid message";
@@ -197,6 +295,12 @@ int client_handle_packet(Client *c, const union datp_message *msg, size_t len, u
                 return handle_ia_close(c, &msg->ia_close);
         case DATP_IA_QUERY:
                 return handle_ia_query(c, &msg->ia_query);
+        case DATP_OBJ_CREATE:
+                return handle_obj_create(c, &msg->obj_create);
+        case DATP_OBJ_UPDATE:
+                return handle_obj_update(c, &msg->obj_update);
+        case DATP_OBJ_DESTROY:
+                return handle_obj_destroy(c, &msg->obj_destroy);
         default:
                 /* datp_validate() knows a type this datd does not serve. */
                 return client_reject(c, msg, len, DATP_E_TYPE, "message type not served by this datd");

@@ -28,9 +28,26 @@ static long long now_ms(void)
         return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Receives the reply to request_id (of type want) before the deadline.
- * Packets for other requests are dropped: until the progress thread
- * exists, nothing else may be waiting for them. */
+/* What a caller makes of a validated packet that answers its request. */
+static DAT_RETURN check_reply(uint16_t want, const union datp_message *reply,
+                              char why[DATD_REASON_MAX])
+{
+        if (reply->hdr.type == DATP_ERROR) {
+                snprintf(why, DATD_REASON_MAX, "datd refused our %s: %s",
+                         datp_type_name(want & ~DATP_REPLY), reply->error.reason);
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        if (reply->hdr.type != want) {
+                snprintf(why, DATD_REASON_MAX, "datd answered %s with %s",
+                         datp_type_name(want & ~DATP_REPLY), datp_type_name(reply->hdr.type));
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        return DAT_SUCCESS;
+}
+
+/* Receives the reply to request_id (of type want) before the deadline,
+ * reading the socket itself: before the progress thread runs nothing else
+ * may be waiting for other packets, which are dropped. */
 static DAT_RETURN receive_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
                                 union datp_message *reply, char why[DATD_REASON_MAX])
 {
@@ -70,45 +87,151 @@ static DAT_RETURN receive_reply(struct datd_conn *conn, uint16_t want, uint32_t 
                 }
                 if (reply->hdr.request_id != request_id && reply->hdr.request_id != 0)
                         continue;
-                if (reply->hdr.type == DATP_ERROR) {
-                        snprintf(why, DATD_REASON_MAX, "datd refused our %s: %s",
-                                 datp_type_name(want & ~DATP_REPLY), reply->error.reason);
-                        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
-                }
-                if (reply->hdr.type != want) {
-                        snprintf(why, DATD_REASON_MAX, "datd answered %s with %s",
-                                 datp_type_name(want & ~DATP_REPLY), datp_type_name(reply->hdr.type));
-                        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
-                }
-                return DAT_SUCCESS;
+                return check_reply(want, reply, why);
         }
+}
+
+/* Waits (under wait_lock) until the progress thread delivered the reply to
+ * the request registered in conn->wait_id, datd went away, or the bound
+ * passed. */
+static DAT_RETURN await_reply(struct datd_conn *conn, uint16_t want, union datp_message *reply,
+                              char why[DATD_REASON_MAX])
+{
+        struct timespec deadline;
+        DAT_RETURN ret = DAT_SUCCESS;
+
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += DATD_REPLY_TIMEOUT_MS / 1000;
+        deadline.tv_nsec += (long)(DATD_REPLY_TIMEOUT_MS % 1000) * 1000000;
+        if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&conn->wait_lock);
+        while (!conn->wait_done && !conn->dead) {
+                if (pthread_cond_timedwait(&conn->wait_cond, &conn->wait_lock, &deadline) == ETIMEDOUT)
+                        break;
+        }
+        if (conn->wait_done) {
+                ret = check_reply(want, reply, why);
+        } else if (conn->dead) {
+                snprintf(why, DATD_REASON_MAX, "datd closed the connection");
+                ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        } else {
+                snprintf(why, DATD_REASON_MAX, "no reply from datd within %d ms",
+                         DATD_REPLY_TIMEOUT_MS);
+                ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        conn->wait_id = 0;
+        conn->wait_reply = NULL;
+        conn->wait_done = false;
+        pthread_mutex_unlock(&conn->wait_lock);
+        return ret;
+}
+
+/* Request ids start at 1: 0 marks an ERROR for an unreadable request and
+ * datd's unsolicited events. */
+static uint32_t next_request_id(struct datd_conn *conn)
+{
+        uint32_t id = __atomic_add_fetch(&conn->next_request_id, 1, __ATOMIC_RELAXED);
+
+        if (id == 0)
+                id = __atomic_add_fetch(&conn->next_request_id, 1, __ATOMIC_RELAXED);
+        return id;
+}
+
+static int send_request(struct datd_conn *conn, struct datp_header *request, uint32_t id)
+{
+        datp_header_init(request, request->type, conn->version ? conn->version : DATP_VERSION_MAX,
+                         request->length, id);
+        return datp_send(conn->fd, request, NULL, 0);
 }
 
 DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
                           union datp_message *reply, char why[DATD_REASON_MAX])
 {
         uint16_t type = request->type;
+        bool threaded, dead;
         uint32_t id;
         DAT_RETURN ret;
         int r;
 
         pthread_mutex_lock(&conn->lock);
-        /* Request ids start at 1: 0 marks an ERROR for an unreadable request. */
-        id = ++conn->next_request_id;
-        if (id == 0)
-                id = ++conn->next_request_id;
-        datp_header_init(request, type, conn->version ? conn->version : DATP_VERSION_MAX,
-                         request->length, id);
-        r = datp_send(conn->fd, request, NULL, 0);
+        id = next_request_id(conn);
+        pthread_mutex_lock(&conn->wait_lock);
+        threaded = conn->threaded;
+        dead = conn->dead;
+        if (threaded && !dead) {
+                conn->wait_id = id;
+                conn->wait_reply = reply;
+                conn->wait_done = false;
+        }
+        pthread_mutex_unlock(&conn->wait_lock);
+        if (dead) {
+                snprintf(why, DATD_REASON_MAX, "datd closed the connection");
+                pthread_mutex_unlock(&conn->lock);
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        r = send_request(conn, request, id);
         if (r < 0) {
                 snprintf(why, DATD_REASON_MAX, "sending %s to datd: %s", datp_type_name(type),
                          strerror(-r));
                 ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+                if (threaded) {
+                        pthread_mutex_lock(&conn->wait_lock);
+                        conn->wait_id = 0;
+                        conn->wait_reply = NULL;
+                        pthread_mutex_unlock(&conn->wait_lock);
+                }
+        } else if (threaded) {
+                ret = await_reply(conn, type | DATP_REPLY, reply, why);
         } else {
                 ret = receive_reply(conn, type | DATP_REPLY, id, reply, why);
         }
         pthread_mutex_unlock(&conn->lock);
         return ret;
+}
+
+DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request)
+{
+        if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE))
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        /* One SOCK_SEQPACKET packet per message: sends from several threads
+         * never interleave. */
+        if (send_request(conn, request, next_request_id(conn)) < 0)
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        return DAT_SUCCESS;
+}
+
+void datd_conn_set_threaded(struct datd_conn *conn, bool threaded)
+{
+        pthread_mutex_lock(&conn->wait_lock);
+        conn->threaded = threaded;
+        pthread_mutex_unlock(&conn->wait_lock);
+}
+
+bool datd_conn_deliver(struct datd_conn *conn, const union datp_message *msg, size_t len)
+{
+        bool taken = false;
+
+        pthread_mutex_lock(&conn->wait_lock);
+        if (conn->wait_id != 0 && msg->hdr.request_id == conn->wait_id && !conn->wait_done &&
+            len <= sizeof(*conn->wait_reply)) {
+                memcpy(conn->wait_reply, msg, len);
+                conn->wait_done = true;
+                taken = true;
+                pthread_cond_broadcast(&conn->wait_cond);
+        }
+        pthread_mutex_unlock(&conn->wait_lock);
+        return taken;
+}
+
+void datd_conn_hangup(struct datd_conn *conn)
+{
+        pthread_mutex_lock(&conn->wait_lock);
+        __atomic_store_n(&conn->dead, true, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&conn->wait_cond);
+        pthread_mutex_unlock(&conn->wait_lock);
 }
 
 static DAT_RETURN say_hello(struct datd_conn *conn, char why[DATD_REASON_MAX])
@@ -144,9 +267,16 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX])
         const char *path = datd_socket_path();
         DAT_RETURN ret;
 
+        pthread_condattr_t ca;
+
         memset(conn, 0, sizeof(*conn));
         conn->fd = -1;
         pthread_mutex_init(&conn->lock, NULL);
+        pthread_mutex_init(&conn->wait_lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&conn->wait_cond, &ca);
+        pthread_condattr_destroy(&ca);
         conn->initialized = true;
         if (strlen(path) >= sizeof(sa.sun_path) || strlen(path) >= sizeof(conn->socket_path)) {
                 snprintf(why, DATD_REASON_MAX, "datd socket path too long: %s", path);
@@ -183,5 +313,7 @@ void datd_conn_close(struct datd_conn *conn)
                 close(conn->fd);
         conn->fd = -1;
         pthread_mutex_destroy(&conn->lock);
+        pthread_mutex_destroy(&conn->wait_lock);
+        pthread_cond_destroy(&conn->wait_cond);
         conn->initialized = false;
 }

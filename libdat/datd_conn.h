@@ -1,7 +1,9 @@
 /* A control connection to datd: one AF_UNIX SOCK_SEQPACKET socket per IA
- * handle, opened with HELLO, then synchronous request/reply round trips.
- * (The per-IA progress thread that will also read datd's unsolicited
- * messages takes over the receiving side when it exists.) */
+ * handle, opened with HELLO, then request/reply round trips.  Until the
+ * IA's progress thread (progress.h) starts, the caller of datd_conn_call
+ * reads its reply itself; afterwards the progress thread reads every packet
+ * and hands each reply to the caller waiting for its request_id
+ * (datd_conn_deliver), so that datd's unsolicited events are never lost. */
 #ifndef DATD_LIBDAT_DATD_CONN_H
 #define DATD_LIBDAT_DATD_CONN_H
 
@@ -40,7 +42,17 @@ struct datd_conn {
         char socket_path[108];
         char daemon_version[DATP_VERSION_STR_MAX];
         pthread_mutex_t lock;           /* one round trip at a time */
-        bool initialized;               /* lock is initialised */
+        bool initialized;               /* the locks are initialised */
+
+        /* Handing replies over from the progress thread, under wait_lock
+         * (held for a copy at most, never across I/O but the send). */
+        pthread_mutex_t wait_lock;
+        pthread_cond_t wait_cond;       /* CLOCK_MONOTONIC */
+        bool threaded;                  /* the progress thread reads the socket */
+        bool dead;                      /* datd went away: every call fails */
+        uint32_t wait_id;               /* the request a caller waits for, 0 for none */
+        union datp_message *wait_reply; /* where its reply goes */
+        bool wait_done;                 /* wait_reply holds it */
 };
 
 /* $DATD_SOCKET if set and non-empty, else DATD_DEFAULT_SOCKET. */
@@ -57,6 +69,24 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX]);
  * datp_status is left to the caller. */
 DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
                           union datp_message *reply, char why[DATD_REASON_MAX]);
+
+/* Sends request without waiting for its reply (the progress thread drops
+ * it): for the progress thread itself, which must never wait on datd.
+ * Returns DAT_SUCCESS or DAT_INTERNAL_ERROR. */
+DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request);
+
+/* For the progress thread: from now on replies come through
+ * datd_conn_deliver.  Called before the thread starts reading. */
+void datd_conn_set_threaded(struct datd_conn *conn, bool threaded);
+
+/* For the progress thread: a validated reply (or ERROR) from datd.  Copies
+ * it to the caller waiting for its request_id and wakes it; returns false
+ * when nobody waits for it (a reply to datd_conn_send: dropped). */
+bool datd_conn_deliver(struct datd_conn *conn, const union datp_message *msg, size_t len);
+
+/* For the progress thread: datd closed the connection or sent garbage;
+ * the waiting call and every later one fail. */
+void datd_conn_hangup(struct datd_conn *conn);
 
 /* Closes the socket (datd then drops whatever this connection still owned).
  * Accepts a connection that never opened (fd < 0). */

@@ -1,18 +1,367 @@
-/* Endpoints: the entry points are exported and check their first handle, and
- * return DAT_NOT_IMPLEMENTED until the EP issue builds the object on the
- * common header of handle.h. */
+/* Endpoints (see ep.h): dat_ep_create, dat_ep_create_with_srq, dat_ep_query,
+ * dat_ep_get_status, dat_ep_recv_query, dat_ep_set_watermark, dat_ep_reset,
+ * dat_ep_free.  dat_ep_modify is in ep_modify.c, the attribute checks in
+ * ep_attr.c.  Connections and the data path come in later issues: their
+ * entry points check the EP handle and return DAT_NOT_IMPLEMENTED.
+ *
+ * Error codes where the man pages leave room:
+ * - dat_ep_create: a PZ is required (the man page offers DAT_HANDLE_NULL
+ *   for the EVDs only): DAT_INVALID_HANDLE_PZ for NULL, a non-PZ, or a PZ
+ *   of another IA; an EVD that is not an EVD of this IA taking the stream
+ *   of its role (DTO for recv and request, connection for connect):
+ *   DAT_INVALID_HANDLE_EVD_RECV / _REQUEST / _CONN; an attribute beyond
+ *   the IA's limits (dat_ia_query) or completion flags that the EVDs' other
+ *   streams forbid: DAT_INVALID_PARAMETER | DAT_INVALID_ARG6 (the
+ *   attributes); a service type or QoS that is well-formed but not offered:
+ *   DAT_MODEL_NOT_SUPPORTED; datd's max_eps quota:
+ *   DAT_INSUFFICIENT_RESOURCES.
+ * - dat_ep_create_with_srq: the same with the attributes as ARG7 (NULL is
+ *   DAT_INVALID_ARG7: "Cannot be NULL"), DAT_INVALID_HANDLE_SRQ for an SRQ
+ *   of another IA, DAT_INVALID_ARG2 when the PZ is not the SRQ's
+ *   (srq_ep_pz_difference_supported is false).
+ * - dat_ep_query: mask bits outside DAT_EP_FIELD_ALL: DAT_INVALID_ARG2; a
+ *   NULL ep_param with a non-zero mask: DAT_INVALID_ARG3.
+ * - dat_ep_get_status, dat_ep_recv_query: a NULL output is not wanted.
+ * - dat_ep_set_watermark: below 0 and not DAT_WATERMARK_INFINITE: ARG2/ARG3.
+ *   The soft high watermark event goes to the IA's async EVD as
+ *   DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR with reason
+ *   DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT (ep_events.h says why).
+ * - dat_ep_free: also refused while another object holds the EP (`users`).
+ * - invalid states: DAT_INVALID_STATE with the subtype of the EP's state
+ *   (DAT_INVALID_STATE_EP_UNCONNECTED, ...). */
 #include "config.h"
 
-#include "libdat/handle.h"
+#include "libdat/ep.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "libdat/datd_object.h"
+#include "libdat/ep_attr.h"
+#include "libdat/ep_events.h"
+#include "libdat/evd.h"
+#include "libdat/ia.h"
+#include "libdat/pz.h"
+#include "libdat/srq.h"
+
+static void ep_destroy(struct dat_object *obj);
+
+static const struct dat_object_ops ep_ops = {
+        .type = DAT_HANDLE_TYPE_EP,
+        .name = "EP",
+        .invalid_subtype = DAT_INVALID_HANDLE_EP,
+        .destroy = ep_destroy,
+};
+
+DAT_DEFINE_LOOKUP(ep, DAT_HANDLE_TYPE_EP)
+
+struct ia *ep_ia(const struct ep *ep)
+{
+        return dat_container_of(ep->obj.parent, struct ia, obj);
+}
+
+DAT_PZ_HANDLE ep_pz_handle(const struct ep *ep)
+{
+        return ep->pz;
+}
+
+struct dat_object *ep_pz_object(const struct ep *ep)
+{
+        return dat_object_lookup(ep->pz, DAT_HANDLE_TYPE_PZ);
+}
+
+DAT_EP_STATE ep_state(const struct ep *ep)
+{
+        return __atomic_load_n(&ep->state, __ATOMIC_ACQUIRE);
+}
+
+DAT_RETURN ep_invalid_state(DAT_EP_STATE state)
+{
+        static const DAT_RETURN_SUBTYPE subtype[] = {
+                [DAT_EP_STATE_UNCONNECTED] = DAT_INVALID_STATE_EP_UNCONNECTED,
+                [DAT_EP_STATE_UNCONFIGURED_UNCONNECTED] = DAT_INVALID_STATE_EP_UNCONFIGURED,
+                [DAT_EP_STATE_RESERVED] = DAT_INVALID_STATE_EP_RESERVED,
+                [DAT_EP_STATE_UNCONFIGURED_RESERVED] = DAT_INVALID_STATE_EP_UNCONFRESERVED,
+                [DAT_EP_STATE_PASSIVE_CONNECTION_PENDING] = DAT_INVALID_STATE_EP_PASSCONNPENDING,
+                [DAT_EP_STATE_UNCONFIGURED_PASSIVE] = DAT_INVALID_STATE_EP_UNCONFPASSIVE,
+                [DAT_EP_STATE_ACTIVE_CONNECTION_PENDING] = DAT_INVALID_STATE_EP_ACTCONNPENDING,
+                [DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING] = DAT_INVALID_STATE_EP_TENTCONNPENDING,
+                [DAT_EP_STATE_UNCONFIGURED_TENTATIVE] = DAT_INVALID_STATE_EP_UNCONFTENTATIVE,
+                [DAT_EP_STATE_CONNECTED] = DAT_INVALID_STATE_EP_CONNECTED,
+                [DAT_EP_STATE_DISCONNECT_PENDING] = DAT_INVALID_STATE_EP_DISCPENDING,
+                [DAT_EP_STATE_DISCONNECTED] = DAT_INVALID_STATE_EP_DISCONNECTED,
+                [DAT_EP_STATE_COMPLETION_PENDING] = DAT_INVALID_STATE_EP_COMPLPENDING,
+                [DAT_EP_STATE_CONNECTED_SINGLE_PATH] = DAT_INVALID_STATE_EP_CONNECTED,
+                [DAT_EP_STATE_CONNECTED_MULTI_PATH] = DAT_INVALID_STATE_EP_CONNECTED,
+        };
+
+        if ((unsigned)state >= ARRAY_SIZE(subtype))
+                return DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
+        return DAT_ERR(DAT_INVALID_STATE, subtype[state]);
+}
+
+static uint64_t handle_u64(DAT_HANDLE h)
+{
+        return (uint64_t)(uintptr_t)h;
+}
+
+/* What datd knows of an EP (proto/datp.h, DATP_OBJ_EP). */
+static void ep_describe(const struct ep *ep, struct datp_obj_desc *d)
+{
+        *d = (struct datp_obj_desc){
+                .kind = DATP_OBJ_EP,
+                .state = (uint32_t)ep->state,
+                .handle = handle_u64(ep->obj.handle),
+                .pz_handle = handle_u64(ep->pz),
+                .max_recv_dtos = (uint32_t)ep->attr.max_recv_dtos,
+                .max_request_dtos = (uint32_t)ep->attr.max_request_dtos,
+                .max_recv_iov = (uint32_t)ep->attr.max_recv_iov,
+                .max_request_iov = (uint32_t)ep->attr.max_request_iov,
+                .max_message_size = ep->attr.max_message_size,
+                .recv_evd_handle = handle_u64(ep->recv_evd),
+                .request_evd_handle = handle_u64(ep->request_evd),
+                .connect_evd_handle = handle_u64(ep->connect_evd),
+                .srq_handle = handle_u64(ep->srq),
+        };
+}
+
+DAT_RETURN ep_update_datd(const struct ep *next)
+{
+        struct datp_obj_desc desc;
+
+        ep_describe(next, &desc);
+        return datd_object_update(ep_ia(next), next->datd_id, &desc);
+}
+
+DAT_RETURN ep_set_state(struct ep *ep, DAT_EP_STATE state)
+{
+        struct datp_obj_desc desc;
+
+        dat_object_lock();
+        __atomic_store_n(&ep->state, state, __ATOMIC_RELEASE);
+        ep_describe(ep, &desc);
+        dat_object_unlock();
+        return datd_object_update(ep_ia(ep), ep->datd_id, &desc);
+}
+
+static struct ep_streams ep_streams_of(const struct ep *ep)
+{
+        return (struct ep_streams){ ep->recv_evd, ep->attr.recv_completion_flags, ep->request_evd,
+                                    ep->attr.request_completion_flags };
+}
+
+/* The objects an EP holds `users` references on, by handle type, and the
+ * feeds of its streams into its EVDs. */
+static void ep_release_deps(const struct ep *ep)
+{
+        const struct ep_streams streams = ep_streams_of(ep);
+
+        ep_streams_detach(&streams);
+        ep_dep_release(ep->srq, DAT_HANDLE_TYPE_SRQ);
+        ep_dep_release(ep->connect_evd, DAT_HANDLE_TYPE_EVD);
+        ep_dep_release(ep->request_evd, DAT_HANDLE_TYPE_EVD);
+        ep_dep_release(ep->recv_evd, DAT_HANDLE_TYPE_EVD);
+        ep_dep_release(ep->pz, DAT_HANDLE_TYPE_PZ);
+}
+
+/* Takes them all, or none.  Fails with the DAT_INVALID_HANDLE of the one
+ * that went away (or started being freed) since it was checked. */
+static DAT_RETURN ep_hold_deps(const struct ep *ep)
+{
+        struct ep_streams streams;
+        const struct {
+                DAT_HANDLE handle;
+                DAT_HANDLE_TYPE type;
+                DAT_RETURN error;
+        } deps[] = {
+                { ep->pz, DAT_HANDLE_TYPE_PZ, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ) },
+                { ep->recv_evd, DAT_HANDLE_TYPE_EVD, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV) },
+                { ep->request_evd, DAT_HANDLE_TYPE_EVD, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST) },
+                { ep->connect_evd, DAT_HANDLE_TYPE_EVD, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN) },
+                { ep->srq, DAT_HANDLE_TYPE_SRQ, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ) },
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(deps); i++) {
+                DAT_RETURN error = deps[i].error;
+
+                if (ep_dep_hold(deps[i].handle, deps[i].type))
+                        continue;
+                while (i-- > 0)
+                        ep_dep_release(deps[i].handle, deps[i].type);
+                return error;
+        }
+        streams = ep_streams_of(ep);
+        ep_streams_attach(&streams);
+        return DAT_SUCCESS;
+}
+
+/* Frees an EP whose datd registration is gone; accepts a half-built one
+ * (deps_held false: no references taken yet). */
+static void ep_free_object(struct ep *ep, bool deps_held)
+{
+        if (!ep)
+                return;
+        if (deps_held)
+                ep_release_deps(ep);
+        dat_object_fini(&ep->obj);
+        free(ep);
+}
+
+/* Abrupt dat_ia_close(): datd forgets the IA's objects by itself. */
+static void ep_destroy(struct dat_object *obj)
+{
+        ep_free_object(dat_container_of(obj, struct ep, obj), true);
+}
+
+/* The handles and attributes a create call names, checked in argument
+ * order; attr_arg is the position of ep_attributes (6, or 7 with an SRQ). */
+struct ep_create_args {
+        DAT_IA_HANDLE ia;
+        DAT_PZ_HANDLE pz;
+        DAT_EVD_HANDLE recv_evd, request_evd, connect_evd;
+        DAT_SRQ_HANDLE srq;             /* DAT_HANDLE_NULL: dat_ep_create */
+        const DAT_EP_ATTR *attr;
+        int attr_arg;
+};
+
+static DAT_RETURN check_handles(struct ia *ia, const struct ep_create_args *a)
+{
+        struct pz *pz = pz_lookup(a->pz);
+
+        if (!pz || pz->obj.parent != &ia->obj)
+                return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+        if (!ep_evd_fits(ia, a->recv_evd, DAT_EVD_DTO_FLAG))
+                return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV);
+        if (!ep_evd_fits(ia, a->request_evd, DAT_EVD_DTO_FLAG))
+                return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+        if (!ep_evd_fits(ia, a->connect_evd, DAT_EVD_CONNECTION_FLAG))
+                return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
+        if (a->attr_arg == 7) {
+                struct srq *srq = srq_lookup(a->srq);
+
+                if (!srq || srq->obj.parent != &ia->obj)
+                        return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+                /* dat_ep_create_with_srq(3DAT): "pz_handle specified does not
+                 * match the one for SRQ" -> DAT_INVALID_PARAMETER (dat_ia_query:
+                 * srq_ep_pz_difference_supported is false). */
+                if (srq->pz != a->pz)
+                        return DAT_ERR_ARG(2);
+        }
+        return DAT_SUCCESS;
+}
+
+/* The EP's attributes: the consumer's, checked, or the defaults. */
+static DAT_RETURN settle_attributes(struct ia *ia, const struct ep_create_args *a, struct ep *ep)
+{
+        DAT_IA_ATTR limits;
+        DAT_EP_PARAM_MASK bad = 0;
+        struct ep_streams streams;
+        DAT_RETURN ret;
+
+        ep_ia_limits(ia, &limits);
+        if (!a->attr) {
+                /* dat_ep_create_with_srq(3DAT): ep_attributes "Cannot be NULL". */
+                if (a->srq)
+                        return DAT_ERR_ARG(a->attr_arg);
+                ep_attr_defaults(&limits, &ep->attr);
+        } else {
+                ret = ep_attr_check(&limits, a->attr, DAT_EP_FIELD_EP_ATTR_ALL, a->srq != NULL, &bad);
+                if (ret == DAT_MODEL_NOT_SUPPORTED)
+                        return DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
+                if (ret != DAT_SUCCESS)
+                        return DAT_ERR_ARG(a->attr_arg);
+                ep->attr = *a->attr;
+                /* No named attribute is supported (ep_attr_check): keep no pointer. */
+                ep->attr.ep_transport_specific = NULL;
+                ep->attr.ep_provider_specific = NULL;
+        }
+        ep->recv_evd = a->recv_evd;
+        ep->request_evd = a->request_evd;
+        streams = ep_streams_of(ep);
+        if (!ep_streams_compatible(ia, NULL, &streams))
+                return DAT_ERR_ARG(a->attr_arg);
+        if (a->srq) {
+                struct srq *srq = srq_lookup(a->srq);
+
+                if (!srq)
+                        return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+                /* Its Recv buffers are the SRQ's: max_recv_iov is the SRQ's. */
+                ep->attr.max_recv_iov = srq->max_recv_iov;
+        }
+        return DAT_SUCCESS;
+}
+
+static DAT_RETURN ep_register(struct ia *ia, struct ep *ep)
+{
+        struct datp_obj_desc desc;
+
+        ep_describe(ep, &desc);
+        return datd_object_register(ia, &desc, &ep->datd_id);
+}
+
+static DAT_RETURN ep_create(const struct ep_create_args *a, DAT_EP_HANDLE *ep_handle)
+{
+        struct ia *ia = ia_lookup(a->ia);
+        struct ep *ep;
+        DAT_RETURN ret;
+
+        if (!ia)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_IA);
+        ret = check_handles(ia, a);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        if (!ep_handle)
+                return DAT_ERR_ARG(a->attr_arg + 1);
+        ep = calloc(1, sizeof(*ep));
+        if (!ep)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        ret = settle_attributes(ia, a, ep);
+        if (ret != DAT_SUCCESS)
+                goto err_free;
+
+        /* dat_ep_create(3DAT): "The Endpoint is created in the Unconnected state." */
+        ep->state = DAT_EP_STATE_UNCONNECTED;
+        ep->pz = a->pz;
+        ep->connect_evd = a->connect_evd;
+        ep->srq = a->srq;
+        ep->hard_high_watermark = DAT_WATERMARK_INFINITE;
+        ep->soft_hw_armed = ep->attr.srq_soft_hw != DAT_WATERMARK_INFINITE;
+
+        ret = ep_hold_deps(ep);
+        if (ret != DAT_SUCCESS)
+                goto err_free;
+        ret = dat_object_init(&ep->obj, &ep_ops, &ia->obj);
+        if (ret != DAT_SUCCESS)
+                goto err_release;
+        ret = ep_register(ia, ep);
+        if (ret != DAT_SUCCESS)
+                goto err_release;
+        *ep_handle = ep->obj.handle;
+        return DAT_SUCCESS;
+
+err_release:
+        ep_free_object(ep, true);
+        return ret;
+err_free:
+        ep_free_object(ep, false);
+        return ret;
+}
+
+/* dat_ep_create(3DAT) */
 _public_ DAT_RETURN dat_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
                                   DAT_EVD_HANDLE recv_evd_handle, DAT_EVD_HANDLE request_evd_handle,
                                   DAT_EVD_HANDLE connect_evd_handle,
                                   const DAT_EP_ATTR *ep_attributes, DAT_EP_HANDLE *ep_handle)
 {
-        return dat_not_implemented_on(ia_handle, DAT_HANDLE_TYPE_IA);
+        const struct ep_create_args a = {
+                ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle,
+                DAT_HANDLE_NULL, ep_attributes, 6,
+        };
+
+        return ep_create(&a, ep_handle);
 }
 
+/* dat_ep_create_with_srq(3DAT) */
 _public_ DAT_RETURN dat_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
                                            DAT_EVD_HANDLE recv_evd_handle,
                                            DAT_EVD_HANDLE request_evd_handle,
@@ -21,20 +370,314 @@ _public_ DAT_RETURN dat_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDL
                                            const DAT_EP_ATTR *ep_attributes,
                                            DAT_EP_HANDLE *ep_handle)
 {
-        return dat_not_implemented_on(ia_handle, DAT_HANDLE_TYPE_IA);
+        const struct ep_create_args a = {
+                ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle,
+                srq_handle, ep_attributes, 7,
+        };
+
+        return ep_create(&a, ep_handle);
 }
 
+DAT_RETURN ep_param_call(DAT_EP_HANDLE handle, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *param,
+                         struct ep **out)
+{
+        *out = NULL;
+        if (!ep_lookup(handle))
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        if (mask & ~DAT_EP_FIELD_ALL)
+                return DAT_ERR_ARG(2);
+        if (!mask)
+                return DAT_SUCCESS;
+        if (!param)
+                return DAT_ERR_ARG(3);
+        *out = ep_lookup(handle);
+        return DAT_SUCCESS;
+}
+
+void ep_fill_param(const struct ep *ep, DAT_EP_PARAM *param)
+{
+        struct ia *ia = ep_ia(ep);
+
+        *param = (DAT_EP_PARAM){
+                .ia_handle = ia->obj.handle,
+                .ep_state = ep->state,
+                /* The connection is a reliable byte stream over the IA's address family. */
+                .comm = { .domain = ia->address.ss_family, .type = SOCK_STREAM, .protocol = 0 },
+                .local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->address,
+                .local_port_qual = ep->local_port,
+                .remote_ia_address_ptr = ep->has_remote ? (DAT_IA_ADDRESS_PTR)&ep->remote_address : NULL,
+                .remote_port_qual = ep->remote_port,
+                .pz_handle = ep->pz,
+                .recv_evd_handle = ep->recv_evd,
+                .request_evd_handle = ep->request_evd,
+                .connect_evd_handle = ep->connect_evd,
+                .srq_handle = ep->srq,
+                .ep_attr = ep->attr,
+        };
+}
+
+/* dat_ep_query(3DAT): everything is filled whatever the mask ("The Provider
+ * can return values for any other parameters").  The local address is the
+ * IA's (valid until dat_ia_close); the ports are 0 and the remote address
+ * NULL until the connection code sets them. */
 _public_ DAT_RETURN dat_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_param_mask,
                                  DAT_EP_PARAM *ep_param)
 {
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
+        struct ep *ep;
+        DAT_RETURN ret = ep_param_call(ep_handle, ep_param_mask, ep_param, &ep);
+
+        if (ret != DAT_SUCCESS || !ep)
+                return ret;
+        dat_object_lock();
+        ep_fill_param(ep, ep_param);
+        dat_object_unlock();
+        return DAT_SUCCESS;
 }
 
-_public_ DAT_RETURN dat_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_param_mask,
-                                  const DAT_EP_PARAM *ep_param)
+/* dat_ep_get_status(3DAT): a snapshot, "no heroic synchronization". */
+_public_ DAT_RETURN dat_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *ep_state,
+                                      DAT_BOOLEAN *recv_idle, DAT_BOOLEAN *request_idle)
 {
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
+        struct ep *ep = ep_lookup(ep_handle);
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        dat_object_lock();
+        if (ep_state)
+                *ep_state = ep->state;
+        if (recv_idle)
+                *recv_idle = ep->recv_outstanding == 0 ? DAT_TRUE : DAT_FALSE;
+        if (request_idle)
+                *request_idle = ep->request_outstanding == 0 ? DAT_TRUE : DAT_FALSE;
+        dat_object_unlock();
+        return DAT_SUCCESS;
 }
+
+/* dat_ep_recv_query(3DAT): supported for every EP (dat_ia_query:
+ * ep_recv_info_supported).  A buffer is allocated to the EP when posted
+ * to it, or when the EP takes it from its SRQ; messages arrive in order
+ * on one connection, so the span is the number allocated ("never ... n
+ * buffers in a span that is less than n"). */
+_public_ DAT_RETURN dat_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs_allocated,
+                                      DAT_COUNT *bufs_alloc_span)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+        DAT_COUNT n;
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        dat_object_lock();
+        n = ep->recv_outstanding;
+        dat_object_unlock();
+        if (nbufs_allocated)
+                *nbufs_allocated = n;
+        if (bufs_alloc_span)
+                *bufs_alloc_span = n;
+        return DAT_SUCCESS;
+}
+
+static bool watermark_valid(DAT_COUNT w)
+{
+        return w == DAT_WATERMARK_INFINITE || w >= 0;
+}
+
+/* Under dat_object_lock. */
+static void fire_watermarks(struct ep *ep, bool *soft, bool *hard)
+{
+        DAT_COUNT n = ep->recv_outstanding;
+
+        *soft = ep->soft_hw_armed && ep->attr.srq_soft_hw != DAT_WATERMARK_INFINITE &&
+                n > ep->attr.srq_soft_hw;
+        *hard = ep->hard_hw_armed && ep->hard_high_watermark != DAT_WATERMARK_INFINITE &&
+                n > ep->hard_high_watermark;
+        if (*soft) {
+                ep->soft_hw_armed = false;
+                ep->soft_hw_events++;
+        }
+        if (*hard) {
+                ep->hard_hw_armed = false;
+                ep->hard_hw_events++;
+        }
+}
+
+/* dat_ep_set_watermark(3DAT): "An asynchronous event will be generated for
+ * IA async_evd when the number of Recv buffers at EP exceeds the soft high
+ * watermark for the first time.  A connection broken event will be
+ * generated for EP connect_evd when the number of Recv buffers at EP
+ * exceeds the hard high watermark."
+ * TODO(connection issue): break the connection on the hard one; until then
+ * the trace and ep_watermark_events() say it fired. */
+void ep_check_watermarks(struct ep *ep)
+{
+        bool soft, hard;
+
+        dat_object_lock();
+        fire_watermarks(ep, &soft, &hard);
+        dat_object_unlock();
+        if (soft) {
+                dat_trace("EP %p: %d Recv buffers exceed the soft high watermark %d", ep->obj.handle,
+                          ep->recv_outstanding, ep->attr.srq_soft_hw);
+                ep_post_async_event(ep_ia(ep), ep->obj.handle, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
+        }
+        if (hard)
+                dat_trace("EP %p: %d Recv buffers exceed the hard high watermark %d", ep->obj.handle,
+                          ep->recv_outstanding, ep->hard_high_watermark);
+}
+
+void ep_watermark_events(const struct ep *ep, unsigned *soft, unsigned *hard)
+{
+        dat_object_lock();
+        *soft = ep->soft_hw_events;
+        *hard = ep->hard_hw_events;
+        dat_object_unlock();
+}
+
+/* dat_ep_set_watermark(3DAT): "The operation is supported for all states of
+ * Endpoint"; it arms both watermarks again, and an event fires at once when
+ * the EP already holds more buffers than a new value. */
+_public_ DAT_RETURN dat_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_high_watermark,
+                                         DAT_COUNT hard_high_watermark)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        if (!watermark_valid(soft_high_watermark))
+                return DAT_ERR_ARG(2);
+        if (!watermark_valid(hard_high_watermark))
+                return DAT_ERR_ARG(3);
+        dat_object_lock();
+        ep->attr.srq_soft_hw = soft_high_watermark;
+        ep->hard_high_watermark = hard_high_watermark;
+        ep->soft_hw_armed = soft_high_watermark != DAT_WATERMARK_INFINITE;
+        ep->hard_hw_armed = hard_high_watermark != DAT_WATERMARK_INFINITE;
+        dat_object_unlock();
+        ep_check_watermarks(ep);
+        return DAT_SUCCESS;
+}
+
+static bool is_unconnected(DAT_EP_STATE s)
+{
+        return s == DAT_EP_STATE_UNCONNECTED || s == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+}
+
+/* dat_ep_reset(3DAT): Disconnected -> Unconnected, losing the completions
+ * not dequeued yet (the DTOs were flushed when the EP disconnected); a
+ * no-op in the Unconnected state ("the preposted Recvs are not affected");
+ * DAT_INVALID_STATE in every other state.  The SRQ stays
+ * (dat_ep_create_with_srq(3DAT)).  datd hears of it before it happens, so
+ * a failure changes nothing. */
+_public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+        struct ep next;
+        DAT_RETURN ret;
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        dat_object_lock();
+        next = *ep;
+        dat_object_unlock();
+        if (is_unconnected(next.state))
+                return DAT_SUCCESS;
+        if (next.state != DAT_EP_STATE_DISCONNECTED)
+                return ep_invalid_state(next.state);
+        next.state = DAT_EP_STATE_UNCONNECTED;
+        ret = ep_update_datd(&next);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        dat_object_lock();
+        __atomic_store_n(&ep->state, DAT_EP_STATE_UNCONNECTED, __ATOMIC_RELEASE);
+        ep->recv_outstanding = 0;
+        ep->request_outstanding = 0;
+        ep->local_port = 0;
+        ep->remote_port = 0;
+        ep->has_remote = false;
+        memset(&ep->remote_address, 0, sizeof(ep->remote_address));
+        dat_object_unlock();
+        return DAT_SUCCESS;
+}
+
+/* dat_ep_free(3DAT): "The Endpoint can be destroyed in any Endpoint state
+ * except Reserved, Passive Connection Pending, and Tentative Connection
+ * Pending" (and their DAT 2.0 unconfigured twins).  A connected EP is
+ * disconnected abruptly and its DTOs destroyed. */
+static bool ep_free_forbidden(DAT_EP_STATE s)
+{
+        switch (s) {
+        case DAT_EP_STATE_RESERVED:
+        case DAT_EP_STATE_UNCONFIGURED_RESERVED:
+        case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING:
+        case DAT_EP_STATE_UNCONFIGURED_PASSIVE:
+        case DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING:
+        case DAT_EP_STATE_UNCONFIGURED_TENTATIVE:
+                return true;
+        default:
+                return false;
+        }
+}
+
+_public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+        DAT_EP_STATE state;
+        struct srq *srq;
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        dat_object_lock();
+        state = ep->state;
+        if (ep->obj.closing) {
+                dat_object_unlock();
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        }
+        /* Another object (an RSP, a CR) still holds the EP: its state says which. */
+        if (ep_free_forbidden(state) || ep->obj.users > 0) {
+                dat_object_unlock();
+                return ep_invalid_state(state);
+        }
+        ep->obj.closing = true;
+        dat_object_unlock();
+
+        /* TODO(connection issue): abrupt disconnect of a connected EP. */
+        srq = srq_lookup(ep->srq);
+        if (srq && ep->recv_outstanding > 0)
+                srq_buffers_dropped(srq, ep->recv_outstanding);
+        datd_object_unregister(ep_ia(ep), ep->datd_id);
+        ep_free_object(ep, true);
+        return DAT_SUCCESS;
+}
+
+DAT_RETURN ep_test_force_state(DAT_EP_HANDLE handle, DAT_EP_STATE state)
+{
+        struct ep *ep = ep_lookup(handle);
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        if ((unsigned)state > DAT_EP_STATE_CONNECTED_MULTI_PATH)
+                return DAT_ERR_ARG(2);
+        return ep_set_state(ep, state);
+}
+
+DAT_RETURN ep_test_set_outstanding(DAT_EP_HANDLE handle, DAT_COUNT recv, DAT_COUNT request)
+{
+        struct ep *ep = ep_lookup(handle);
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        if (recv < 0)
+                return DAT_ERR_ARG(2);
+        if (request < 0)
+                return DAT_ERR_ARG(3);
+        dat_object_lock();
+        ep->recv_outstanding = recv;
+        ep->request_outstanding = request;
+        dat_object_unlock();
+        ep_check_watermarks(ep);
+        return DAT_SUCCESS;
+}
+
+/* The connection and data-path entry points: later issues. */
 
 _public_ DAT_RETURN dat_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remote_ia_address,
                                    DAT_CONN_QUAL remote_conn_qual, DAT_TIMEOUT timeout,
@@ -82,34 +725,6 @@ _public_ DAT_RETURN dat_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT nu
                                            DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
                                            const DAT_RMR_TRIPLET *remote_iov,
                                            DAT_COMPLETION_FLAGS completion_flags)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *ep_state,
-                                      DAT_BOOLEAN *recv_idle, DAT_BOOLEAN *request_idle)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs_allocated,
-                                      DAT_COUNT *bufs_alloc_span)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_high_watermark,
-                                         DAT_COUNT hard_high_watermark)
 {
         return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
 }

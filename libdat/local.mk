@@ -18,6 +18,8 @@ libdat_libdatcore_la_SOURCES = \
 	libdat/transport.h \
 	libdat/datd_conn.c \
 	libdat/datd_conn.h \
+	libdat/datd_object.c \
+	libdat/datd_object.h \
 	libdat/ia.c \
 	libdat/ia.h \
 	libdat/ia_query.c \
@@ -47,3 +49,8 @@ nodist_EXTRA_libdat_libdat2_la_SOURCES = libdat/dummy.c
 
 pkgconfig_DATA += libdat/libdat2.pc
 EXTRA_DIST += libdat/libdat2.map libdat/STATUS
+libdat_libdatcore_la_SOURCES += libdat/evd_ring.c libdat/evd_wait.c libdat/evd_wait.h libdat/cno.h
+libdat_libdatcore_la_SOURCES += libdat/pz.h libdat/lmr.h libdat/rmr.h libdat/mem_ctx.c libdat/mem_ctx.h libdat/mem_range.c libdat/mem_range.h libdat/mem_shm.c libdat/mem_shm.h
+libdat_libdatcore_la_SOURCES += libdat/ep.h libdat/ep_attr.c libdat/ep_attr.h libdat/ep_modify.c libdat/srq.h
+libdat_libdatcore_la_SOURCES += libdat/ep_events.c libdat/ep_events.h
+libdat_libdatcore_la_SOURCES += libdat/mem_object.c libdat/mem_object.h

@@ -41,6 +41,20 @@ enum datp_type {
         DATP_IA_OPEN = 2,
         DATP_IA_CLOSE = 3,
         DATP_IA_QUERY = 4,
+        DATP_OBJ_CREATE = 5,
+        DATP_OBJ_UPDATE = 6,
+        DATP_OBJ_DESTROY = 7,
+        /* Connections (client -> datd requests). */
+        DATP_LISTEN = 8,
+        DATP_UNLISTEN = 9,
+        DATP_CONNECT = 10,
+        DATP_CR_ACCEPT = 11,
+        DATP_CR_REJECT = 12,
+        DATP_CR_HANDOFF = 13,
+        DATP_DISCONNECT = 14,
+        /* Connections (datd -> client events, request_id 0, no reply). */
+        DATP_EV_CONN_REQUEST = 0x100,
+        DATP_EV_CONN = 0x101,
 
         /* datd -> client, in answer to a request it could not decode (bad
          * size, unknown type, wrong version, fds attached, ...).  Carries the
@@ -164,6 +178,257 @@ struct datp_ia_query_reply {
         struct datp_ia_info info;
 };
 
+/* ---- OBJ_CREATE / OBJ_UPDATE / OBJ_DESTROY --------------------------------
+ * libdat tells datd about every DAT object it creates on an IA, so that datd
+ * can enforce the client's quotas (datd.conf limits: max_pzs, max_evds,
+ * max_eps, max_lmrs + max_lmr_bytes, max_rmrs, max_srqs; CNOs count against
+ * max_evds) and datctl can show them.  The object itself lives in the
+ * client; datd keeps this description, owned by the client's connection and
+ * gone with it.  datd answers DAT_INSUFFICIENT_RESOURCES when a quota would
+ * be exceeded, DAT_INVALID_HANDLE for an unknown ia_id/obj_id. */
+enum datp_obj_kind {
+        DATP_OBJ_PZ = 1,
+        DATP_OBJ_EVD = 2,
+        DATP_OBJ_CNO = 3,
+        DATP_OBJ_LMR = 4,
+        DATP_OBJ_RMR = 5,
+        DATP_OBJ_EP = 6,
+        DATP_OBJ_SRQ = 7,
+        DATP_OBJ_KIND_MAX = DATP_OBJ_SRQ,
+};
+
+/* The state field's range: DAT_EP_STATE (dat.h, DAT_EP_STATE_UNCONNECTED ..
+ * DAT_EP_STATE_CONNECTED_MULTI_PATH) for an EP, DAT_SRQ_STATE
+ * (DAT_SRQ_STATE_ERROR .. DAT_SRQ_STATE_SHUTDOWN) for an SRQ.  proto/ does
+ * not include the DAT headers; datd asserts that the numbers agree. */
+#define DATP_EP_STATE_MAX 14
+#define DATP_SRQ_STATE_MAX 2
+
+/* What datd knows of one object.  Fields that do not apply to a kind are 0
+ * (PROTOCOL.md, "Object description", has the table per kind). */
+struct datp_obj_desc {
+        uint32_t kind;             /* enum datp_obj_kind */
+        uint32_t state;            /* EP: its DAT_EP_STATE; SRQ: DAT_SRQ_STATE; else 0 */
+        uint64_t handle;           /* the client's DAT handle value (for cross reference) */
+        uint64_t pz_handle;        /* EP, LMR, RMR, SRQ: the PZ's handle; else 0 */
+        uint64_t length;           /* LMR: registered bytes (counts against max_lmr_bytes) */
+        uint32_t qlen;             /* EVD: queue length; SRQ: max_recv_dtos */
+        uint32_t max_recv_dtos;    /* EP */
+        uint32_t max_request_dtos; /* EP */
+        uint32_t max_recv_iov;     /* EP, SRQ */
+        uint32_t max_request_iov;  /* EP */
+        uint32_t max_message_size; /* EP */
+        uint64_t recv_evd_handle;  /* EP: its EVDs' handles, 0 for none */
+        uint64_t request_evd_handle;
+        uint64_t connect_evd_handle;
+        uint64_t srq_handle;       /* EP created with an SRQ */
+};
+
+struct datp_obj_create {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t reserved;         /* 0 */
+        struct datp_obj_desc desc;
+};
+
+struct datp_obj_create_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+        uint32_t obj_id;           /* datd's id of the object, 0 on failure */
+        uint32_t reserved;
+};
+
+/* Replaces the description (kind and handle must not change: a change is
+ * DAT_INVALID_PARAMETER).  Used for EP state changes and dat_ep_modify. */
+struct datp_obj_update {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t obj_id;
+        struct datp_obj_desc desc;
+};
+
+struct datp_obj_update_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+};
+
+struct datp_obj_destroy {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t obj_id;
+};
+
+struct datp_obj_destroy_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+};
+
+/* ---- Connections ----------------------------------------------------------
+ * datd owns every listener and negotiates every connection; libdat asks and
+ * receives events.  A connection qualifier on an IA belongs to one listener
+ * at a time across every process of the host (DAT_CONN_QUAL_IN_USE).
+ * Remote ends are named by the remote IA's address and conn_qual exactly as
+ * the consumer passed them to dat_ep_connect; datd decides whether that IA is
+ * its own (same host) or another host's (negotiated with that host's datd
+ * over TCP on the CM port, see PROTOCOL.md).
+ *
+ * Lifecycle, active side: CONNECT (reply: conn_id) ... EV_CONN with
+ * ESTABLISHED, PEER_REJECTED, NON_PEER_REJECTED, TIMED_OUT or UNREACHABLE;
+ * then DISCONNECT or EV_CONN DISCONNECTED/BROKEN.  Passive side: LISTEN
+ * (reply: listener_id, conn_qual) ... EV_CONN_REQUEST (cr_id) ... CR_ACCEPT
+ * (EV_CONN ESTABLISHED follows, or ACCEPT_COMPLETION_ERROR) / CR_REJECT /
+ * CR_HANDOFF.  Every id is datd's, unique per datd, never reused while live. */
+
+#define DATP_PRIVATE_DATA_MAX 256  /* bytes; >= limits.max_private_data */
+
+enum datp_listener_kind {
+        DATP_LISTENER_PSP = 1,         /* dat_psp_create */
+        DATP_LISTENER_PSP_ANY = 2,     /* dat_psp_create_any: datd picks conn_qual */
+        DATP_LISTENER_RSP = 3,         /* dat_rsp_create: bound to one EP */
+};
+
+struct datp_listen {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t kind;                 /* enum datp_listener_kind */
+        uint64_t conn_qual;            /* ignored (0) for PSP_ANY */
+        uint64_t handle;               /* the client's PSP/RSP handle */
+        uint64_t ep_handle;            /* RSP: its EP; else 0 */
+        uint32_t psp_flags;            /* DAT_PSP_FLAGS (PSP kinds), else 0 */
+        uint32_t reserved;             /* 0 */
+};
+
+struct datp_listen_reply {
+        struct datp_header hdr;
+        struct datp_status status;     /* DAT_CONN_QUAL_IN_USE, DAT_CONN_QUAL_UNAVAILABLE, ... */
+        uint32_t listener_id;
+        uint32_t reserved;
+        uint64_t conn_qual;            /* the one in use (chosen by datd for PSP_ANY) */
+};
+
+struct datp_unlisten {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t listener_id;
+};
+
+struct datp_unlisten_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+};
+
+/* Private data travels in fixed arrays; pd_len says how much is in use and
+ * the rest is 0. */
+struct datp_connect {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t flags;                /* DATP_CONNECT_DUP: dat_ep_dup_connect */
+        uint64_t ep_handle;            /* the connecting EP */
+        uint64_t dup_of_conn_id;       /* DUP: the connection whose remote end to reuse, else 0 */
+        struct sockaddr_storage remote_address;
+        uint32_t remote_address_len;
+        uint32_t qos;                  /* DAT_QOS */
+        uint64_t remote_conn_qual;
+        uint64_t timeout_us;           /* DAT_TIMEOUT: UINT64_MAX for DAT_TIMEOUT_INFINITE */
+        uint32_t connect_flags;        /* DAT_CONNECT_FLAGS */
+        uint32_t pd_len;
+        uint8_t private_data[DATP_PRIVATE_DATA_MAX];
+};
+
+enum datp_connect_flags {
+        DATP_CONNECT_DUP = 1,
+};
+
+struct datp_connect_reply {
+        struct datp_header hdr;
+        struct datp_status status;     /* synchronous refusals only; the rest come as EV_CONN */
+        uint32_t conn_id;
+        uint32_t reserved;
+};
+
+struct datp_cr_accept {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t cr_id;
+        uint64_t ep_handle;            /* the EP taking the connection */
+        uint32_t pd_len;
+        uint32_t reserved;
+        uint8_t private_data[DATP_PRIVATE_DATA_MAX];
+};
+
+struct datp_cr_accept_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+        uint32_t conn_id;              /* the passive side's id of the connection */
+        uint32_t reserved;
+};
+
+struct datp_cr_reject {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t cr_id;
+        uint32_t pd_len;
+        uint32_t reserved;
+        uint8_t private_data[DATP_PRIVATE_DATA_MAX];
+};
+
+struct datp_cr_reject_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+};
+
+struct datp_cr_handoff {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t cr_id;
+        uint64_t conn_qual;            /* the listener of this IA to hand the request to */
+};
+
+struct datp_cr_handoff_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+};
+
+struct datp_disconnect {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t conn_id;
+        uint32_t flags;                /* DATP_CLOSE_ABRUPT / DATP_CLOSE_GRACEFUL */
+        uint32_t reserved;
+};
+
+struct datp_disconnect_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+};
+
+/* datd -> the listener's client: a connection request arrived. */
+struct datp_ev_conn_request {
+        struct datp_header hdr;        /* request_id 0 */
+        uint32_t ia_id;
+        uint32_t listener_id;
+        uint32_t cr_id;
+        uint32_t pd_len;
+        uint64_t conn_qual;            /* the listener's */
+        uint64_t remote_port;          /* the active side's port qualifier, for dat_cr_query */
+        struct sockaddr_storage remote_address;
+        uint32_t remote_address_len;
+        uint32_t reserved;
+        uint8_t private_data[DATP_PRIVATE_DATA_MAX];
+};
+
+/* datd -> an EP's client: what happened to a connection.  event is a
+ * DAT_EVENT_NUMBER of the connection stream (DAT_CONNECTION_EVENT_*). */
+struct datp_ev_conn {
+        struct datp_header hdr;        /* request_id 0 */
+        uint32_t ia_id;
+        uint32_t conn_id;
+        uint64_t ep_handle;
+        uint32_t event;
+        uint32_t pd_len;               /* private data of the peer's accept/reject */
+        uint8_t private_data[DATP_PRIVATE_DATA_MAX];
+};
+
 /* ---- ERROR ------------------------------------------------------------- */
 struct datp_error {
         struct datp_header hdr;
@@ -185,6 +450,28 @@ union datp_message {
         struct datp_ia_close_reply ia_close_reply;
         struct datp_ia_query ia_query;
         struct datp_ia_query_reply ia_query_reply;
+        struct datp_obj_create obj_create;
+        struct datp_obj_create_reply obj_create_reply;
+        struct datp_obj_update obj_update;
+        struct datp_obj_update_reply obj_update_reply;
+        struct datp_obj_destroy obj_destroy;
+        struct datp_obj_destroy_reply obj_destroy_reply;
+        struct datp_listen listen;
+        struct datp_listen_reply listen_reply;
+        struct datp_unlisten unlisten;
+        struct datp_unlisten_reply unlisten_reply;
+        struct datp_connect connect;
+        struct datp_connect_reply connect_reply;
+        struct datp_cr_accept cr_accept;
+        struct datp_cr_accept_reply cr_accept_reply;
+        struct datp_cr_reject cr_reject;
+        struct datp_cr_reject_reply cr_reject_reply;
+        struct datp_cr_handoff cr_handoff;
+        struct datp_cr_handoff_reply cr_handoff_reply;
+        struct datp_disconnect disconnect;
+        struct datp_disconnect_reply disconnect_reply;
+        struct datp_ev_conn_request ev_conn_request;
+        struct datp_ev_conn ev_conn;
         struct datp_error error;
         unsigned char bytes[DATP_MAX_MESSAGE];
 };

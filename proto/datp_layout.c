@@ -91,6 +91,126 @@ assert_size(struct datp_ia_query_reply, 1000);
 assert_offset(struct datp_ia_query_reply, status, 16);
 assert_offset(struct datp_ia_query_reply, info, 24);
 
+assert_size(struct datp_obj_desc, 88);
+assert_offset(struct datp_obj_desc, kind, 0);
+assert_offset(struct datp_obj_desc, state, 4);
+assert_offset(struct datp_obj_desc, handle, 8);
+assert_offset(struct datp_obj_desc, pz_handle, 16);
+assert_offset(struct datp_obj_desc, length, 24);
+assert_offset(struct datp_obj_desc, qlen, 32);
+assert_offset(struct datp_obj_desc, max_recv_dtos, 36);
+assert_offset(struct datp_obj_desc, max_request_dtos, 40);
+assert_offset(struct datp_obj_desc, max_recv_iov, 44);
+assert_offset(struct datp_obj_desc, max_request_iov, 48);
+assert_offset(struct datp_obj_desc, max_message_size, 52);
+assert_offset(struct datp_obj_desc, recv_evd_handle, 56);
+assert_offset(struct datp_obj_desc, request_evd_handle, 64);
+assert_offset(struct datp_obj_desc, connect_evd_handle, 72);
+assert_offset(struct datp_obj_desc, srq_handle, 80);
+
+assert_size(struct datp_obj_create, 112);
+assert_offset(struct datp_obj_create, ia_id, 16);
+assert_offset(struct datp_obj_create, reserved, 20);
+assert_offset(struct datp_obj_create, desc, 24);
+
+assert_size(struct datp_obj_create_reply, 32);
+assert_offset(struct datp_obj_create_reply, status, 16);
+assert_offset(struct datp_obj_create_reply, obj_id, 24);
+assert_offset(struct datp_obj_create_reply, reserved, 28);
+
+assert_size(struct datp_obj_update, 112);
+assert_offset(struct datp_obj_update, ia_id, 16);
+assert_offset(struct datp_obj_update, obj_id, 20);
+assert_offset(struct datp_obj_update, desc, 24);
+
+assert_size(struct datp_obj_update_reply, 24);
+assert_offset(struct datp_obj_update_reply, status, 16);
+
+assert_size(struct datp_obj_destroy, 24);
+assert_offset(struct datp_obj_destroy, ia_id, 16);
+assert_offset(struct datp_obj_destroy, obj_id, 20);
+
+assert_size(struct datp_obj_destroy_reply, 24);
+assert_offset(struct datp_obj_destroy_reply, status, 16);
+
+/* Connections. */
+assert_size(struct datp_listen, 56);
+assert_offset(struct datp_listen, ia_id, 16);
+assert_offset(struct datp_listen, kind, 20);
+assert_offset(struct datp_listen, conn_qual, 24);
+assert_offset(struct datp_listen, handle, 32);
+assert_offset(struct datp_listen, ep_handle, 40);
+assert_offset(struct datp_listen, psp_flags, 48);
+assert_offset(struct datp_listen, reserved, 52);
+
+assert_size(struct datp_listen_reply, 40);
+assert_offset(struct datp_listen_reply, status, 16);
+assert_offset(struct datp_listen_reply, listener_id, 24);
+assert_offset(struct datp_listen_reply, conn_qual, 32);
+
+assert_size(struct datp_unlisten, 24);
+assert_offset(struct datp_unlisten, listener_id, 20);
+assert_size(struct datp_unlisten_reply, 24);
+
+assert_size(struct datp_connect, 456);
+assert_offset(struct datp_connect, ia_id, 16);
+assert_offset(struct datp_connect, flags, 20);
+assert_offset(struct datp_connect, ep_handle, 24);
+assert_offset(struct datp_connect, dup_of_conn_id, 32);
+assert_offset(struct datp_connect, remote_address, 40);
+assert_offset(struct datp_connect, remote_address_len, 168);
+assert_offset(struct datp_connect, qos, 172);
+assert_offset(struct datp_connect, remote_conn_qual, 176);
+assert_offset(struct datp_connect, timeout_us, 184);
+assert_offset(struct datp_connect, connect_flags, 192);
+assert_offset(struct datp_connect, pd_len, 196);
+assert_offset(struct datp_connect, private_data, 200);
+
+assert_size(struct datp_connect_reply, 32);
+assert_offset(struct datp_connect_reply, conn_id, 24);
+
+assert_size(struct datp_cr_accept, 296);
+assert_offset(struct datp_cr_accept, cr_id, 20);
+assert_offset(struct datp_cr_accept, ep_handle, 24);
+assert_offset(struct datp_cr_accept, pd_len, 32);
+assert_offset(struct datp_cr_accept, private_data, 40);
+assert_size(struct datp_cr_accept_reply, 32);
+assert_offset(struct datp_cr_accept_reply, conn_id, 24);
+
+assert_size(struct datp_cr_reject, 288);
+assert_offset(struct datp_cr_reject, cr_id, 20);
+assert_offset(struct datp_cr_reject, pd_len, 24);
+assert_offset(struct datp_cr_reject, private_data, 32);
+assert_size(struct datp_cr_reject_reply, 24);
+
+assert_size(struct datp_cr_handoff, 32);
+assert_offset(struct datp_cr_handoff, cr_id, 20);
+assert_offset(struct datp_cr_handoff, conn_qual, 24);
+assert_size(struct datp_cr_handoff_reply, 24);
+
+assert_size(struct datp_disconnect, 32);
+assert_offset(struct datp_disconnect, conn_id, 20);
+assert_offset(struct datp_disconnect, flags, 24);
+assert_size(struct datp_disconnect_reply, 24);
+
+assert_size(struct datp_ev_conn_request, 440);
+assert_offset(struct datp_ev_conn_request, ia_id, 16);
+assert_offset(struct datp_ev_conn_request, listener_id, 20);
+assert_offset(struct datp_ev_conn_request, cr_id, 24);
+assert_offset(struct datp_ev_conn_request, pd_len, 28);
+assert_offset(struct datp_ev_conn_request, conn_qual, 32);
+assert_offset(struct datp_ev_conn_request, remote_port, 40);
+assert_offset(struct datp_ev_conn_request, remote_address, 48);
+assert_offset(struct datp_ev_conn_request, remote_address_len, 176);
+assert_offset(struct datp_ev_conn_request, private_data, 184);
+
+assert_size(struct datp_ev_conn, 296);
+assert_offset(struct datp_ev_conn, conn_id, 20);
+assert_offset(struct datp_ev_conn, ep_handle, 24);
+assert_offset(struct datp_ev_conn, event, 32);
+assert_offset(struct datp_ev_conn, pd_len, 36);
+assert_offset(struct datp_ev_conn, private_data, 40);
+
 assert_size(struct datp_error, 192);
 assert_offset(struct datp_error, status, 16);
 assert_offset(struct datp_error, bad_type, 24);

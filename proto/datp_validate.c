@@ -228,7 +228,9 @@ static int check_ia_close(const union datp_message *m, const char **reason)
         return DATP_OK;
 }
 
-static int check_ia_close_reply(const union datp_message *m, const char **reason)
+/* A reply that is nothing but its status (IA_CLOSE, OBJ_UPDATE, OBJ_DESTROY):
+ * the status sits at the same offset in every reply. */
+static int check_reply_status(const union datp_message *m, const char **reason)
 {
         return check_status(&m->ia_close_reply.status, reason);
 }
@@ -245,6 +247,118 @@ static int check_ia_query_reply(const union datp_message *m, const char **reason
         const struct datp_ia_query_reply *q = &m->ia_query_reply;
 
         return check_ia_reply(&q->status, 0, &q->info, reason);
+}
+
+/* ---- objects ------------------------------------------------------------- */
+
+/* The fields of struct datp_obj_desc besides kind and handle, as bits: which
+ * of them a kind may set (PROTOCOL.md, "Object description"). */
+enum {
+        OBJ_STATE = 1u << 0,
+        OBJ_PZ = 1u << 1,
+        OBJ_LENGTH = 1u << 2,
+        OBJ_QLEN = 1u << 3,
+        OBJ_EP_LIMITS = 1u << 4,        /* max_recv_dtos, max_request_dtos, max_request_iov,
+                                           max_message_size */
+        OBJ_RECV_IOV = 1u << 5,
+        OBJ_EP_LINKS = 1u << 6,         /* the three EVD handles and srq_handle */
+};
+
+struct obj_kind_rule {
+        uint32_t fields;                /* OBJ_* a description of this kind may set */
+        bool pz_required;               /* pz_handle must be non-zero */
+        uint32_t state_max;             /* with OBJ_STATE */
+};
+
+static const struct obj_kind_rule obj_kind_rules[DATP_OBJ_KIND_MAX + 1] = {
+        [DATP_OBJ_PZ] = { 0 },
+        [DATP_OBJ_EVD] = { OBJ_QLEN },
+        [DATP_OBJ_CNO] = { 0 },
+        /* dat_lmr_create(3DAT), dat_rmr_create(3DAT), dat_srq_create(3DAT)
+         * take a PZ; an EP may be described before it has one. */
+        [DATP_OBJ_LMR] = { OBJ_PZ | OBJ_LENGTH, true },
+        [DATP_OBJ_RMR] = { OBJ_PZ, true },
+        [DATP_OBJ_EP] = { OBJ_STATE | OBJ_PZ | OBJ_EP_LIMITS | OBJ_RECV_IOV | OBJ_EP_LINKS, false,
+                          DATP_EP_STATE_MAX },
+        [DATP_OBJ_SRQ] = { OBJ_STATE | OBJ_PZ | OBJ_QLEN | OBJ_RECV_IOV, true, DATP_SRQ_STATE_MAX },
+};
+
+/* Where each field lives, and what a refusal says. */
+static const struct {
+        uint32_t bit;
+        size_t offset, size;
+        const char *reason;
+} obj_fields[] = {
+#define OBJ_FIELD(bit, f) \
+        { bit, offsetof(struct datp_obj_desc, f), sizeof(((struct datp_obj_desc *) NULL)->f), \
+          "object: " #f " not zero for a kind it does not apply to" }
+        OBJ_FIELD(OBJ_STATE, state),
+        OBJ_FIELD(OBJ_PZ, pz_handle),
+        OBJ_FIELD(OBJ_LENGTH, length),
+        OBJ_FIELD(OBJ_QLEN, qlen),
+        OBJ_FIELD(OBJ_EP_LIMITS, max_recv_dtos),
+        OBJ_FIELD(OBJ_EP_LIMITS, max_request_dtos),
+        OBJ_FIELD(OBJ_RECV_IOV, max_recv_iov),
+        OBJ_FIELD(OBJ_EP_LIMITS, max_request_iov),
+        OBJ_FIELD(OBJ_EP_LIMITS, max_message_size),
+        OBJ_FIELD(OBJ_EP_LINKS, recv_evd_handle),
+        OBJ_FIELD(OBJ_EP_LINKS, request_evd_handle),
+        OBJ_FIELD(OBJ_EP_LINKS, connect_evd_handle),
+        OBJ_FIELD(OBJ_EP_LINKS, srq_handle),
+#undef OBJ_FIELD
+};
+
+static int check_obj_desc(const struct datp_obj_desc *d, const char **reason)
+{
+        const struct obj_kind_rule *rule;
+
+        if (d->kind == 0 || d->kind > DATP_OBJ_KIND_MAX)
+                return refuse(reason, DATP_E_FIELD, "object: kind unknown");
+        rule = &obj_kind_rules[d->kind];
+        if (d->handle == 0)
+                return refuse(reason, DATP_E_FIELD, "object: handle is 0");
+        for (size_t i = 0; i < ARRAY_SIZE(obj_fields); i++)
+                if (!(rule->fields & obj_fields[i].bit) &&
+                    !all_zero((const char *) d + obj_fields[i].offset, obj_fields[i].size))
+                        return refuse(reason, DATP_E_FIELD, obj_fields[i].reason);
+        if ((rule->fields & OBJ_STATE) && d->state > rule->state_max)
+                return refuse(reason, DATP_E_FIELD, "object: state out of range for its kind");
+        if (rule->pz_required && d->pz_handle == 0)
+                return refuse(reason, DATP_E_FIELD, "object: pz_handle is 0 for a kind that needs a PZ");
+        return DATP_OK;
+}
+
+static int check_obj_create(const union datp_message *m, const char **reason)
+{
+        if (m->obj_create.reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "OBJ_CREATE: reserved not zero");
+        return check_obj_desc(&m->obj_create.desc, reason);
+}
+
+static int check_obj_create_reply(const union datp_message *m, const char **reason)
+{
+        const struct datp_obj_create_reply *o = &m->obj_create_reply;
+        int r = check_status(&o->status, reason);
+
+        if (r < 0)
+                return r;
+        if (o->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "OBJ_CREATE reply: reserved not zero");
+        if (status_is_success(&o->status) != (o->obj_id != 0))
+                return refuse(reason, DATP_E_FIELD,
+                              "OBJ_CREATE reply: obj_id 0 on success or set on failure");
+        return DATP_OK;
+}
+
+static int check_obj_update(const union datp_message *m, const char **reason)
+{
+        return check_obj_desc(&m->obj_update.desc, reason);
+}
+
+/* Any ia_id and obj_id: an unknown one is answered (DAT_INVALID_HANDLE). */
+static int check_obj_destroy(const union datp_message *m, const char **reason)
+{
+        return DATP_OK;
 }
 
 static int check_error(const union datp_message *m, const char **reason)
@@ -265,6 +379,221 @@ static int check_error(const union datp_message *m, const char **reason)
         return DATP_OK;
 }
 
+/* ---- connections --------------------------------------------------------- */
+
+/* DAT_PSP_CONSUMER_FLAG (0) and DAT_PSP_PROVIDER_FLAG (1), dat.h. */
+#define DATP_PSP_FLAGS_MAX 1u
+/* DAT_QOS bits (dat.h): BEST_EFFORT 0 | HIGH_THROUGHPUT | LOW_LATENCY | ECONOMY | PREMIUM. */
+#define DATP_QOS_MASK 0x0fu
+/* DAT_CONNECT_DEFAULT_FLAG (0) and DAT_CONNECT_MULTIPATH_FLAG (1), dat.h. */
+#define DATP_CONNECT_FLAGS_MASK 0x01u
+/* DAT_CONNECTION_EVENT_ESTABLISHED .. DAT_CONNECTION_EVENT_UNREACHABLE (dat.h). */
+#define DATP_EV_CONN_FIRST 0x04001u
+#define DATP_EV_CONN_LAST 0x04008u
+#define DATP_EV_CONN_ESTABLISHED 0x04001u
+#define DATP_EV_CONN_PEER_REJECTED 0x04002u
+
+/* pd_len within DATP_PRIVATE_DATA_MAX and nothing past it. */
+static int check_private_data(uint32_t pd_len, const uint8_t *pd, const char **reason)
+{
+        if (pd_len > DATP_PRIVATE_DATA_MAX)
+                return refuse(reason, DATP_E_FIELD, "private data: pd_len beyond DATP_PRIVATE_DATA_MAX");
+        if (!all_zero(pd + pd_len, DATP_PRIVATE_DATA_MAX - pd_len))
+                return refuse(reason, DATP_E_FIELD, "private data: bytes past pd_len not zero");
+        return DATP_OK;
+}
+
+/* A remote IA address a connection can go to: IPv4 or IPv6 only. */
+static int check_remote_address(const struct sockaddr_storage *a, uint32_t len, const char **reason)
+{
+        int r = check_address(a, len, reason);
+
+        if (r < 0)
+                return r;
+        if (len == 0 || (a->ss_family != AF_INET && a->ss_family != AF_INET6))
+                return refuse(reason, DATP_E_FIELD, "remote address neither IPv4 nor IPv6");
+        return DATP_OK;
+}
+
+static int check_event_header(const struct datp_header *hdr, const char **reason)
+{
+        if (hdr->request_id != 0)
+                return refuse(reason, DATP_E_FIELD, "event: request_id not 0");
+        return DATP_OK;
+}
+
+/* An id reply: success carries the id, a failure none. */
+static int check_id_reply(const struct datp_status *s, uint32_t id, uint32_t reserved,
+                          const char **reason)
+{
+        int r = check_status(s, reason);
+
+        if (r < 0)
+                return r;
+        if (reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "reply: reserved not zero");
+        if (status_is_success(s) != (id != 0))
+                return refuse(reason, DATP_E_FIELD, "reply: id 0 on success or set on failure");
+        return DATP_OK;
+}
+
+static int check_listen(const union datp_message *m, const char **reason)
+{
+        const struct datp_listen *l = &m->listen;
+
+        if (l->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "LISTEN: reserved not zero");
+        switch (l->kind) {
+        case DATP_LISTENER_PSP_ANY:
+                if (l->conn_qual != 0)
+                        return refuse(reason, DATP_E_FIELD, "LISTEN: PSP_ANY with a conn_qual");
+                __attribute__((fallthrough));
+        case DATP_LISTENER_PSP:
+                if (l->ep_handle != 0)
+                        return refuse(reason, DATP_E_FIELD, "LISTEN: PSP with an ep_handle");
+                if (l->psp_flags > DATP_PSP_FLAGS_MAX)
+                        return refuse(reason, DATP_E_FIELD, "LISTEN: psp_flags unknown");
+                return DATP_OK;
+        case DATP_LISTENER_RSP:
+                if (l->ep_handle == 0)
+                        return refuse(reason, DATP_E_FIELD, "LISTEN: RSP without an ep_handle");
+                if (l->psp_flags != 0)
+                        return refuse(reason, DATP_E_FIELD, "LISTEN: RSP with psp_flags");
+                return DATP_OK;
+        default:
+                return refuse(reason, DATP_E_FIELD, "LISTEN: kind not PSP, PSP_ANY or RSP");
+        }
+}
+
+static int check_listen_reply(const union datp_message *m, const char **reason)
+{
+        const struct datp_listen_reply *l = &m->listen_reply;
+        int r = check_id_reply(&l->status, l->listener_id, l->reserved, reason);
+
+        if (r < 0)
+                return r;
+        if (!status_is_success(&l->status) && l->conn_qual != 0)
+                return refuse(reason, DATP_E_FIELD, "LISTEN reply: conn_qual set on failure");
+        return DATP_OK;
+}
+
+/* Any ia_id and id: an unknown one is answered (DAT_INVALID_HANDLE). */
+static int check_nothing(const union datp_message *m, const char **reason)
+{
+        (void) m;
+        (void) reason;
+        return DATP_OK;
+}
+
+static int check_connect(const union datp_message *m, const char **reason)
+{
+        const struct datp_connect *c = &m->connect;
+        int r;
+
+        if (c->flags & ~(uint32_t) DATP_CONNECT_DUP)
+                return refuse(reason, DATP_E_FIELD, "CONNECT: unknown flags");
+        if (c->ep_handle == 0)
+                return refuse(reason, DATP_E_FIELD, "CONNECT: ep_handle 0");
+        if (c->qos & ~DATP_QOS_MASK)
+                return refuse(reason, DATP_E_FIELD, "CONNECT: qos has unknown bits");
+        if (c->connect_flags & ~DATP_CONNECT_FLAGS_MASK)
+                return refuse(reason, DATP_E_FIELD, "CONNECT: connect_flags unknown");
+        if (c->flags & DATP_CONNECT_DUP) {
+                /* dat_ep_dup_connect(3DAT): the remote end is the duplicated
+                 * connection's; the request names none. */
+                if (c->dup_of_conn_id == 0)
+                        return refuse(reason, DATP_E_FIELD, "CONNECT: DUP without dup_of_conn_id");
+                if (c->remote_address_len != 0 || c->remote_conn_qual != 0)
+                        return refuse(reason, DATP_E_FIELD, "CONNECT: DUP names a remote end");
+                r = check_address(&c->remote_address, 0, reason);
+        } else {
+                if (c->dup_of_conn_id != 0)
+                        return refuse(reason, DATP_E_FIELD, "CONNECT: dup_of_conn_id without DUP");
+                r = check_remote_address(&c->remote_address, c->remote_address_len, reason);
+        }
+        if (r < 0)
+                return r;
+        return check_private_data(c->pd_len, c->private_data, reason);
+}
+
+static int check_connect_reply(const union datp_message *m, const char **reason)
+{
+        const struct datp_connect_reply *c = &m->connect_reply;
+
+        return check_id_reply(&c->status, c->conn_id, c->reserved, reason);
+}
+
+static int check_cr_accept(const union datp_message *m, const char **reason)
+{
+        const struct datp_cr_accept *a = &m->cr_accept;
+
+        if (a->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "CR_ACCEPT: reserved not zero");
+        return check_private_data(a->pd_len, a->private_data, reason);
+}
+
+static int check_cr_accept_reply(const union datp_message *m, const char **reason)
+{
+        const struct datp_cr_accept_reply *a = &m->cr_accept_reply;
+
+        return check_id_reply(&a->status, a->conn_id, a->reserved, reason);
+}
+
+static int check_cr_reject(const union datp_message *m, const char **reason)
+{
+        const struct datp_cr_reject *r = &m->cr_reject;
+
+        if (r->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "CR_REJECT: reserved not zero");
+        return check_private_data(r->pd_len, r->private_data, reason);
+}
+
+static int check_disconnect(const union datp_message *m, const char **reason)
+{
+        const struct datp_disconnect *d = &m->disconnect;
+
+        if (d->flags != DATP_CLOSE_ABRUPT && d->flags != DATP_CLOSE_GRACEFUL)
+                return refuse(reason, DATP_E_FIELD, "DISCONNECT: flags neither abrupt nor graceful");
+        if (d->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "DISCONNECT: reserved not zero");
+        return DATP_OK;
+}
+
+static int check_ev_conn_request(const union datp_message *m, const char **reason)
+{
+        const struct datp_ev_conn_request *e = &m->ev_conn_request;
+        int r = check_event_header(&e->hdr, reason);
+
+        if (r < 0)
+                return r;
+        if (e->listener_id == 0 || e->cr_id == 0)
+                return refuse(reason, DATP_E_FIELD, "EV_CONN_REQUEST: listener_id or cr_id 0");
+        if (e->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "EV_CONN_REQUEST: reserved not zero");
+        r = check_remote_address(&e->remote_address, e->remote_address_len, reason);
+        if (r < 0)
+                return r;
+        return check_private_data(e->pd_len, e->private_data, reason);
+}
+
+static int check_ev_conn(const union datp_message *m, const char **reason)
+{
+        const struct datp_ev_conn *e = &m->ev_conn;
+        int r = check_event_header(&e->hdr, reason);
+
+        if (r < 0)
+                return r;
+        if (e->conn_id == 0)
+                return refuse(reason, DATP_E_FIELD, "EV_CONN: conn_id 0");
+        if (e->event < DATP_EV_CONN_FIRST || e->event > DATP_EV_CONN_LAST)
+                return refuse(reason, DATP_E_FIELD, "EV_CONN: event not a DAT_CONNECTION_EVENT");
+        /* Only the peer's accept or reject carries private data. */
+        if (e->pd_len != 0 && e->event != DATP_EV_CONN_ESTABLISHED &&
+            e->event != DATP_EV_CONN_PEER_REJECTED)
+                return refuse(reason, DATP_E_FIELD, "EV_CONN: private data on an event without any");
+        return check_private_data(e->pd_len, e->private_data, reason);
+}
+
 #define REPLY(t) ((uint16_t) ((t) | DATP_REPLY))
 
 static const struct datp_type_rule rules[] = {
@@ -279,11 +608,55 @@ static const struct datp_type_rule rules[] = {
         { DATP_IA_CLOSE, DATP_TO_DAEMON, false, sizeof(struct datp_ia_close),
           "IA_CLOSE", check_ia_close },
         { REPLY(DATP_IA_CLOSE), DATP_TO_CLIENT, false, sizeof(struct datp_ia_close_reply),
-          "IA_CLOSE reply", check_ia_close_reply },
+          "IA_CLOSE reply", check_reply_status },
         { DATP_IA_QUERY, DATP_TO_DAEMON, false, sizeof(struct datp_ia_query),
           "IA_QUERY", check_ia_query },
         { REPLY(DATP_IA_QUERY), DATP_TO_CLIENT, false, sizeof(struct datp_ia_query_reply),
           "IA_QUERY reply", check_ia_query_reply },
+        { DATP_OBJ_CREATE, DATP_TO_DAEMON, false, sizeof(struct datp_obj_create),
+          "OBJ_CREATE", check_obj_create },
+        { REPLY(DATP_OBJ_CREATE), DATP_TO_CLIENT, false, sizeof(struct datp_obj_create_reply),
+          "OBJ_CREATE reply", check_obj_create_reply },
+        { DATP_OBJ_UPDATE, DATP_TO_DAEMON, false, sizeof(struct datp_obj_update),
+          "OBJ_UPDATE", check_obj_update },
+        { REPLY(DATP_OBJ_UPDATE), DATP_TO_CLIENT, false, sizeof(struct datp_obj_update_reply),
+          "OBJ_UPDATE reply", check_reply_status },
+        { DATP_OBJ_DESTROY, DATP_TO_DAEMON, false, sizeof(struct datp_obj_destroy),
+          "OBJ_DESTROY", check_obj_destroy },
+        { REPLY(DATP_OBJ_DESTROY), DATP_TO_CLIENT, false, sizeof(struct datp_obj_destroy_reply),
+          "OBJ_DESTROY reply", check_reply_status },
+        { DATP_LISTEN, DATP_TO_DAEMON, false, sizeof(struct datp_listen),
+          "LISTEN", check_listen },
+        { REPLY(DATP_LISTEN), DATP_TO_CLIENT, false, sizeof(struct datp_listen_reply),
+          "LISTEN reply", check_listen_reply },
+        { DATP_UNLISTEN, DATP_TO_DAEMON, false, sizeof(struct datp_unlisten),
+          "UNLISTEN", check_nothing },
+        { REPLY(DATP_UNLISTEN), DATP_TO_CLIENT, false, sizeof(struct datp_unlisten_reply),
+          "UNLISTEN reply", check_reply_status },
+        { DATP_CONNECT, DATP_TO_DAEMON, false, sizeof(struct datp_connect),
+          "CONNECT", check_connect },
+        { REPLY(DATP_CONNECT), DATP_TO_CLIENT, false, sizeof(struct datp_connect_reply),
+          "CONNECT reply", check_connect_reply },
+        { DATP_CR_ACCEPT, DATP_TO_DAEMON, false, sizeof(struct datp_cr_accept),
+          "CR_ACCEPT", check_cr_accept },
+        { REPLY(DATP_CR_ACCEPT), DATP_TO_CLIENT, false, sizeof(struct datp_cr_accept_reply),
+          "CR_ACCEPT reply", check_cr_accept_reply },
+        { DATP_CR_REJECT, DATP_TO_DAEMON, false, sizeof(struct datp_cr_reject),
+          "CR_REJECT", check_cr_reject },
+        { REPLY(DATP_CR_REJECT), DATP_TO_CLIENT, false, sizeof(struct datp_cr_reject_reply),
+          "CR_REJECT reply", check_reply_status },
+        { DATP_CR_HANDOFF, DATP_TO_DAEMON, false, sizeof(struct datp_cr_handoff),
+          "CR_HANDOFF", check_nothing },
+        { REPLY(DATP_CR_HANDOFF), DATP_TO_CLIENT, false, sizeof(struct datp_cr_handoff_reply),
+          "CR_HANDOFF reply", check_reply_status },
+        { DATP_DISCONNECT, DATP_TO_DAEMON, false, sizeof(struct datp_disconnect),
+          "DISCONNECT", check_disconnect },
+        { REPLY(DATP_DISCONNECT), DATP_TO_CLIENT, false, sizeof(struct datp_disconnect_reply),
+          "DISCONNECT reply", check_reply_status },
+        { DATP_EV_CONN_REQUEST, DATP_TO_CLIENT, false, sizeof(struct datp_ev_conn_request),
+          "EV_CONN_REQUEST", check_ev_conn_request },
+        { DATP_EV_CONN, DATP_TO_CLIENT, false, sizeof(struct datp_ev_conn),
+          "EV_CONN", check_ev_conn },
         { DATP_ERROR, DATP_TO_CLIENT, true, sizeof(struct datp_error),
           "ERROR", check_error },
 };

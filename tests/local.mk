@@ -11,3 +11,13 @@ include tests/libdat/local.mk
 include tests/daemon/local.mk
 include tests/datctl/local.mk
 include tests/abi/local.mk
+include tests/mem/local.mk
+include tests/ep/local.mk
+include tests/evd/local.mk
+# The multi-host harness: hosts as network namespaces (tests/netns.h).
+if HAVE_CRITERION
+check_LTLIBRARIES += tests/libnetns.la
+tests_libnetns_la_SOURCES = tests/netns.c tests/netns.h
+tests_libnetns_la_CFLAGS = $(AM_CFLAGS) -fvisibility=default
+endif
+include tests/netns/local.mk

@@ -26,4 +26,45 @@ int bus_ia_open_count(sd_bus *bus, const char *ia, uint32_t *ret);
  * its open IAs joined with ',' (at most size bytes). */
 int bus_client_by_pid(sd_bus *bus, pid_t pid, bool *found, char *ias, size_t size);
 
+/* ListClients(): the object columns of the client with this pid. */
+int bus_client_objects(sd_bus *bus, pid_t pid, uint32_t *n_objects, uint32_t *n_eps,
+                       uint64_t *lmr_bytes);
+
+/* One row of ListObjects() (DBUS-API.md).  Strings are cut to fit. */
+struct bus_object {
+        uint64_t client_id;
+        uint32_t pid;
+        char command[64];
+        char ia[64];
+        char kind[8];
+        uint64_t handle;
+        uint64_t pz_handle;
+        char state[48];
+        uint64_t length;
+        uint32_t qlen;
+        uint32_t id;
+};
+
+/* One row of ListEndpoints(). */
+struct bus_endpoint {
+        uint64_t client_id;
+        uint32_t pid;
+        char command[64];
+        char ia[64];
+        uint64_t handle;
+        uint64_t pz_handle;
+        char state[48];
+        uint32_t max_recv_dtos;
+        uint32_t max_request_dtos;
+        uint32_t max_recv_iov;
+        uint32_t max_request_iov;
+        uint32_t max_message_size;
+        uint32_t id;
+};
+
+/* ListObjects() / ListEndpoints(): the first max rows into rows (may be NULL
+ * with max 0), and how many rows there were in *n. */
+int bus_list_objects(sd_bus *bus, struct bus_object *rows, size_t max, size_t *n);
+int bus_list_endpoints(sd_bus *bus, struct bus_endpoint *rows, size_t max, size_t *n);
+
 #endif

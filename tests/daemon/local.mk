@@ -13,7 +13,9 @@ datd_tests = \
 	tests/daemon/test-datd-lifecycle \
 	tests/daemon/test-datd-protocol \
 	tests/daemon/test-datd-hostile \
-	tests/daemon/test-datd-bus
+	tests/daemon/test-datd-bus \
+	tests/daemon/test-datd-objects \
+	tests/daemon/test-datd-utf8
 check_PROGRAMS += $(datd_tests)
 TESTS += $(datd_tests)
 
@@ -36,4 +38,13 @@ tests_daemon_test_datd_hostile_LDADD = $(datd_test_ldadd)
 tests_daemon_test_datd_bus_SOURCES = tests/daemon/test-datd-bus.c
 tests_daemon_test_datd_bus_CFLAGS = $(datd_test_cflags)
 tests_daemon_test_datd_bus_LDADD = $(datd_test_ldadd)
+
+tests_daemon_test_datd_objects_SOURCES = tests/daemon/test-datd-objects.c
+tests_daemon_test_datd_objects_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_objects_LDADD = $(datd_test_ldadd)
+
+# Unit test: compiles the one datd file it tests.
+tests_daemon_test_datd_utf8_SOURCES = tests/daemon/test-datd-utf8.c daemon/utf8.c
+tests_daemon_test_datd_utf8_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_daemon_test_datd_utf8_LDADD = $(CRITERION_LIBS)
 endif

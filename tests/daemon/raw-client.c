@@ -210,6 +210,67 @@ int raw_ia_close(int fd, uint32_t ia_id, uint32_t flags, struct datp_ia_close_re
         return raw_call(fd, &c.hdr, reply, sizeof(*reply));
 }
 
+int raw_obj_create(int fd, uint32_t ia_id, const struct datp_obj_desc *desc,
+                   struct datp_obj_create_reply *reply)
+{
+        struct datp_obj_create o = { .ia_id = ia_id, .desc = *desc };
+
+        datp_header_init(&o.hdr, DATP_OBJ_CREATE, 1, sizeof(o), next_request_id++);
+        return raw_call(fd, &o.hdr, reply, sizeof(*reply));
+}
+
+int raw_obj_update(int fd, uint32_t ia_id, uint32_t obj_id, const struct datp_obj_desc *desc,
+                   struct datp_obj_update_reply *reply)
+{
+        struct datp_obj_update u = { .ia_id = ia_id, .obj_id = obj_id, .desc = *desc };
+
+        datp_header_init(&u.hdr, DATP_OBJ_UPDATE, 1, sizeof(u), next_request_id++);
+        return raw_call(fd, &u.hdr, reply, sizeof(*reply));
+}
+
+int raw_obj_destroy(int fd, uint32_t ia_id, uint32_t obj_id, struct datp_obj_destroy_reply *reply)
+{
+        struct datp_obj_destroy d = { .ia_id = ia_id, .obj_id = obj_id };
+
+        datp_header_init(&d.hdr, DATP_OBJ_DESTROY, 1, sizeof(d), next_request_id++);
+        return raw_call(fd, &d.hdr, reply, sizeof(*reply));
+}
+
+void raw_obj_desc(struct datp_obj_desc *d, uint32_t kind, uint64_t handle, uint64_t length)
+{
+        memset(d, 0, sizeof(*d));
+        d->kind = kind;
+        d->handle = handle;
+        switch (kind) {
+        case DATP_OBJ_EVD:
+                d->qlen = 64;
+                break;
+        case DATP_OBJ_LMR:
+                d->length = length;
+                d->pz_handle = 0x5000;
+                break;
+        case DATP_OBJ_RMR:
+                d->pz_handle = 0x5000;
+                break;
+        case DATP_OBJ_EP:
+                d->pz_handle = 0x5000;
+                d->max_recv_dtos = 16;
+                d->max_request_dtos = 32;
+                d->max_recv_iov = 2;
+                d->max_request_iov = 3;
+                d->max_message_size = 4096;
+                break;
+        case DATP_OBJ_SRQ:
+                d->pz_handle = 0x5000;
+                d->qlen = 128;
+                d->max_recv_iov = 1;
+                d->state = 1; /* DAT_SRQ_STATE_OPERATIONAL */
+                break;
+        default:
+                break;
+        }
+}
+
 int raw_connect_hello(const char *socket_path)
 {
         int fd = raw_connect(socket_path), r;

@@ -41,6 +41,18 @@ int raw_ia_open(int fd, const char *name, struct datp_ia_open_reply *reply);
 int raw_ia_query(int fd, uint32_t ia_id, struct datp_ia_query_reply *reply);
 int raw_ia_close(int fd, uint32_t ia_id, uint32_t flags, struct datp_ia_close_reply *reply);
 
+/* OBJ_CREATE / OBJ_UPDATE / OBJ_DESTROY round trips, same rules. */
+int raw_obj_create(int fd, uint32_t ia_id, const struct datp_obj_desc *desc,
+                   struct datp_obj_create_reply *reply);
+int raw_obj_update(int fd, uint32_t ia_id, uint32_t obj_id, const struct datp_obj_desc *desc,
+                   struct datp_obj_update_reply *reply);
+int raw_obj_destroy(int fd, uint32_t ia_id, uint32_t obj_id, struct datp_obj_destroy_reply *reply);
+
+/* A valid description of an object of kind with this handle: EPs
+ * UNCONNECTED with small limits, LMRs of length bytes (ignored for other
+ * kinds), and a PZ handle where the kind takes one. */
+void raw_obj_desc(struct datp_obj_desc *d, uint32_t kind, uint64_t handle, uint64_t length);
+
 /* raw_connect() + raw_hello(): the fd, or -errno. */
 int raw_connect_hello(const char *socket_path);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -183,8 +184,8 @@ Test(datd_bus, list_ias_shows_each_ia_and_its_open_instances)
 
 Test(datd_bus, list_clients_shows_a_raw_client)
 {
-        uint64_t before = realtime_usec(), id, since;
-        uint32_t pid, uid, gid;
+        uint64_t before = realtime_usec(), id, since, lmr_bytes;
+        uint32_t pid, uid, gid, n_objects, n_eps;
         struct datp_ia_open_reply open;
         const char *comm, *ia;
         sd_bus_message *reply = NULL;
@@ -201,9 +202,9 @@ Test(datd_bus, list_clients_shows_a_raw_client)
 
         cr_assert_geq(sd_bus_call_method(bus, DATD_BUS_DEST, DATD_BUS_OBJECT, DATD_BUS_IFACE,
                                          "ListClients", NULL, &reply, NULL), 0);
-        cr_assert_eq(sd_bus_message_has_signature(reply, "a(tuuusast)"), 1);
-        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "(tuuusast)"), 0);
-        cr_assert_eq(sd_bus_message_enter_container(reply, 'r', "tuuusast"), 1, "no client listed");
+        cr_assert_eq(sd_bus_message_has_signature(reply, "a(tuuusastuut)"), 1);
+        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "(tuuusastuut)"), 0);
+        cr_assert_eq(sd_bus_message_enter_container(reply, 'r', "tuuusastuut"), 1, "no client listed");
         cr_assert_geq(sd_bus_message_read(reply, "tuuus", &id, &pid, &uid, &gid, &comm), 0);
         cr_expect_gt(id, 0);
         cr_expect_eq(pid, (uint32_t) getpid());
@@ -217,14 +218,59 @@ Test(datd_bus, list_clients_shows_a_raw_client)
         }
         cr_expect(strstr(ias, "shm ") && strstr(ias, "tcp "), "IAs: %s", ias);
         cr_assert_geq(sd_bus_message_exit_container(reply), 0);
-        cr_assert_geq(sd_bus_message_read(reply, "t", &since), 0);
+        cr_assert_geq(sd_bus_message_read(reply, "tuut", &since, &n_objects, &n_eps, &lmr_bytes), 0);
         cr_expect(since >= before && since <= realtime_usec());
+        cr_expect_eq(n_objects, 0);
+        cr_expect_eq(n_eps, 0);
+        cr_expect_eq(lmr_bytes, 0);
         cr_assert_geq(sd_bus_message_exit_container(reply), 0);
         /* Only the one client. */
-        cr_expect_eq(sd_bus_message_enter_container(reply, 'r', "tuuusast"), 0);
+        cr_expect_eq(sd_bus_message_enter_container(reply, 'r', "tuuusastuut"), 0);
         sd_bus_message_unref(reply);
         free(self_comm);
         close(fd);
+        stop();
+}
+
+/* A process may name itself with any bytes; D-Bus carries only UTF-8. */
+static int connect_as_bad_utf8(void *arg)
+{
+        struct datp_ia_open_reply reply;
+        int fd, r;
+
+        prctl(PR_SET_NAME, "bad\xff\xfe");
+        fd = raw_connect_hello(arg);
+        if (fd < 0)
+                return fd;
+        r = raw_ia_open(fd, "shm", &reply);
+        /* fd stays open: the child holds it until it is killed. */
+        return r;
+}
+
+Test(datd_bus, a_client_named_in_invalid_utf8_is_listed_with_replacement_characters)
+{
+        sd_bus_message *reply = NULL;
+        int result_fd, result = -1;
+        const char *comm = NULL;
+        uint32_t pid = 0, uid, gid;
+        uint64_t id;
+
+        start(NULL);
+        child = child_run_as(getuid(), getgid(), connect_as_bad_utf8, d.socket_path, 1, &result_fd);
+        cr_assert_gt(child, 0);
+        cr_assert_eq(child_result(result_fd, 10000, &result), 0);
+        close(result_fd);
+        cr_assert_eq(result, 0, "the client failed: %s", strerror(-result));
+
+        /* Every byte that is not UTF-8 became U+FFFD: the reply could be built. */
+        cr_assert_geq(sd_bus_call_method(bus, DATD_BUS_DEST, DATD_BUS_OBJECT, DATD_BUS_IFACE,
+                                         "ListClients", NULL, &reply, NULL), 0);
+        cr_assert_geq(sd_bus_message_enter_container(reply, 'a', "(tuuusastuut)"), 0);
+        cr_assert_eq(sd_bus_message_enter_container(reply, 'r', "tuuusastuut"), 1, "no client listed");
+        cr_assert_geq(sd_bus_message_read(reply, "tuuus", &id, &pid, &uid, &gid, &comm), 0);
+        cr_expect_eq(pid, (uint32_t) child);
+        cr_expect_str_eq(comm, "bad\xef\xbf\xbd\xef\xbf\xbd");
+        sd_bus_message_unref(reply);
         stop();
 }
 
@@ -240,7 +286,7 @@ Test(datd_bus, get_counters_count_what_happened)
 {
         static const char *const names[] = { "clients_accepted", "clients_rejected",
                 "clients_dropped", "requests", "protocol_errors", "ia_opens",
-                "ia_open_failures", "ia_closes" };
+                "ia_open_failures", "ia_closes", "objects_registered", "objects_refused" };
         struct datp_ia_close_reply closed;
         struct datp_ia_open_reply open;
         struct datp_ia_query q;
@@ -300,7 +346,7 @@ Test(datd_bus, busctl_works_on_the_private_socket)
         start(NULL);
         out = busctl((const char *const[]){ "call", DATD_BUS_DEST, DATD_BUS_OBJECT, DATD_BUS_IFACE,
                                             "GetCounters", NULL });
-        cr_expect_eq(strncmp(out, "a{st} 8 ", 8), 0, "%s", out);
+        cr_expect_eq(strncmp(out, "a{st} 10 ", 9), 0, "%s", out);
         cr_expect_not_null(strstr(out, "\"clients_accepted\" 0"), "%s", out);
         free(out);
         out = busctl((const char *const[]){ "call", DATD_BUS_DEST, DATD_BUS_OBJECT, DATD_BUS_IFACE,
@@ -313,6 +359,8 @@ Test(datd_bus, busctl_works_on_the_private_socket)
         free(out);
         out = busctl((const char *const[]){ "introspect", DATD_BUS_DEST, DATD_BUS_OBJECT, NULL });
         cr_expect_not_null(strstr(out, ".ListClients"), "%s", out);
+        cr_expect_not_null(strstr(out, ".ListEndpoints"), "%s", out);
+        cr_expect_not_null(strstr(out, ".ListObjects"), "%s", out);
         free(out);
         stop();
 }

@@ -15,17 +15,18 @@ datctl_test_cflags = $(AM_CFLAGS) $(CRITERION_CFLAGS) $(SYSTEMD_CFLAGS) $(JANSSO
 
 # The unit tests compile datctl's helper files directly.
 tests_datctl_test_datctl_table_SOURCES = tests/datctl/test-datctl-table.c \
-	daemon/datctl-table.c daemon/datctl-format.c
+	daemon/datctl-table.c daemon/datctl-format.c daemon/utf8.c
 tests_datctl_test_datctl_table_CFLAGS = $(datctl_test_cflags)
 tests_datctl_test_datctl_table_LDADD = $(CRITERION_LIBS)
 
 tests_datctl_test_datctl_format_SOURCES = tests/datctl/test-datctl-format.c \
-	daemon/datctl-format.c
+	daemon/datctl-format.c daemon/utf8.c
 tests_datctl_test_datctl_format_CFLAGS = $(datctl_test_cflags)
 tests_datctl_test_datctl_format_LDADD = $(CRITERION_LIBS)
 
 tests_datctl_test_datctl_list_SOURCES = tests/datctl/test-datctl-list.c \
-	daemon/datctl-list.c daemon/datctl-table.c daemon/datctl-format.c daemon/datctl-bus.c
+	daemon/datctl-list.c daemon/datctl-table.c daemon/datctl-format.c daemon/datctl-bus.c \
+	daemon/utf8.c
 tests_datctl_test_datctl_list_CFLAGS = $(datctl_test_cflags)
 tests_datctl_test_datctl_list_LDADD = $(CRITERION_LIBS) $(SYSTEMD_LIBS) $(JANSSON_LIBS)
 

@@ -143,3 +143,22 @@ Test(datctl_format, escape_doubles_backslashes)
 {
         assert_escaped("a\\x1b", "a\\\\x1b");
 }
+
+Test(datctl_format, bytes_below_a_kibibyte_are_bytes)
+{
+        char buf[FORMAT_BYTES_MAX];
+
+        cr_expect_str_eq(format_bytes(buf, 0), "0B");
+        cr_expect_str_eq(format_bytes(buf, 1023), "1023B");
+}
+
+Test(datctl_format, bytes_take_the_largest_binary_unit_with_one_decimal_rounded_down)
+{
+        char buf[FORMAT_BYTES_MAX];
+
+        cr_expect_str_eq(format_bytes(buf, 1024), "1.0K");
+        cr_expect_str_eq(format_bytes(buf, 1536), "1.5K");
+        cr_expect_str_eq(format_bytes(buf, (UINT64_C(1) << 20) - 1), "1023.9K");
+        cr_expect_str_eq(format_bytes(buf, UINT64_C(16) << 30), "16.0G");
+        cr_expect_str_eq(format_bytes(buf, UINT64_MAX), "15.9E");
+}

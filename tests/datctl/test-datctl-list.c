@@ -31,10 +31,11 @@ static char *render(json_t *rows, const struct list_view *v, uint64_t now)
 static json_t *client_row(json_int_t id, json_int_t uid, const char *command, json_t *ias,
                           uint64_t since)
 {
-        json_t *row = json_pack("{sI sI sI sI ss so ss sI}", "id", id, "pid", (json_int_t)4242,
+        json_t *row = json_pack("{sI sI sI sI ss so ss sI si si sI}", "id", id, "pid", (json_int_t)4242,
                                 "uid", uid, "gid", uid, "command", command, "ias", ias,
                                 "connected_since", "(not read by the table)",
-                                "connected_since_usec", (json_int_t)since);
+                                "connected_since_usec", (json_int_t)since, "objects", 5, "eps", 2,
+                                "lmr_bytes", (json_int_t)1536);
 
         cr_assert_not_null(row);
         return row;
@@ -44,8 +45,8 @@ Test(datctl_list, client_list_expects_the_dbus_api_type)
 {
         _cleanup_free_ char *sig = list_signature(&list_view_clients);
 
-        /* DBUS-API.md: ListClients() -> a(tuuusast) */
-        cr_assert_str_eq(sig, "a(tuuusast)");
+        /* DBUS-API.md: ListClients() -> a(tuuusastuut) */
+        cr_assert_str_eq(sig, "a(tuuusastuut)");
 }
 
 Test(datctl_list, ia_list_expects_the_dbus_api_type)
@@ -86,8 +87,8 @@ Test(datctl_list, client_rows_show_user_joined_ias_time_and_age)
                                                BILLENNIUM_USEC));
         out = render(rows, &list_view_clients, BILLENNIUM_USEC + 75 * SEC);
         cr_assert_str_eq(out,
-                         "ID  PID UID USER GID COMMAND IAS     SINCE                   AGE\n"
-                         " 1 4242   0 root   0 mpirun  shm,tcp 2001-09-09 01:46:40 UTC 1min 15s\n");
+                         "ID  PID UID USER GID COMMAND IAS     EPS LMR BYTES SINCE                   AGE\n"
+                         " 1 4242   0 root   0 mpirun  shm,tcp   2      1.5K 2001-09-09 01:46:40 UTC 1min 15s\n");
 }
 
 Test(datctl_list, a_client_without_ias_or_user_name_shows_dashes)
@@ -97,7 +98,8 @@ Test(datctl_list, a_client_without_ias_or_user_name_shows_dashes)
 
         json_array_append_new(rows, client_row(2, 3999999999, "x", json_array(), BILLENNIUM_USEC));
         out = render(rows, &list_view_clients, BILLENNIUM_USEC);
-        cr_assert_not_null(strstr(out, " 3999999999 -    3999999999 x       -   2001"), "%s", out);
+        cr_assert_not_null(strstr(out, " 3999999999 -    3999999999 x       -     2      1.5K 2001"),
+                           "%s", out);
 }
 
 Test(datctl_list, an_empty_list_is_just_the_header)
@@ -106,4 +108,64 @@ Test(datctl_list, an_empty_list_is_just_the_header)
         _cleanup_free_ char *out = render(rows, &list_view_ias, 0);
 
         cr_assert_str_eq(out, "NAME TRANSPORT ADAPTER ADDRESS STATE OPEN\n");
+}
+
+Test(datctl_list, ep_list_expects_the_dbus_api_type)
+{
+        _cleanup_free_ char *sig = list_signature(&list_view_endpoints);
+
+        /* DBUS-API.md: ListEndpoints() -> a(tussttsuuuuuu) */
+        cr_assert_str_eq(sig, "a(tussttsuuuuuu)");
+}
+
+Test(datctl_list, object_list_expects_the_dbus_api_type)
+{
+        _cleanup_free_ char *sig = list_signature(&list_view_objects);
+
+        /* DBUS-API.md: ListObjects() -> a(tusssttstuu) */
+        cr_assert_str_eq(sig, "a(tusssttstuu)");
+}
+
+Test(datctl_list, ep_rows_show_owner_handles_state_and_limits)
+{
+        _cleanup_(json_decrefp) json_t *rows = json_pack(
+                "[{sI sI ss ss ss ss ss si si si si si si}]", "client_id", (json_int_t)3, "pid",
+                (json_int_t)4242, "command", "mpirun", "ia", "shm", "handle", "0x7f0010", "pz_handle",
+                "0x7f0020", "state", "CONNECTED", "max_recv_dtos", 16, "max_request_dtos", 32,
+                "max_recv_iov", 2, "max_request_iov", 3, "max_message_size", 65536, "id", 9);
+        _cleanup_free_ char *out = render(rows, &list_view_endpoints, 0);
+
+        cr_assert_str_eq(out,
+                         "OWNER       IA  HANDLE   STATE     PZ       RECV REQUEST RECV-IOV REQ-IOV MAX-MSG ID\n"
+                         "4242/mpirun shm 0x7f0010 CONNECTED 0x7f0020   16      32        2       3   64.0K  9\n");
+}
+
+Test(datctl_list, an_ep_without_a_pz_shows_a_dash)
+{
+        _cleanup_(json_decrefp) json_t *rows = json_pack(
+                "[{sI sI ss ss ss so ss si si si si si si}]", "client_id", (json_int_t)3, "pid",
+                (json_int_t)1, "command", "x", "ia", "shm", "handle", "0x10", "pz_handle", json_null(),
+                "state", "UNCONFIGURED_UNCONNECTED", "max_recv_dtos", 0, "max_request_dtos", 0,
+                "max_recv_iov", 0, "max_request_iov", 0, "max_message_size", 0, "id", 1);
+        _cleanup_free_ char *out = render(rows, &list_view_endpoints, 0);
+
+        cr_assert_not_null(strstr(out, " 0x10   UNCONFIGURED_UNCONNECTED -  "), "%s", out);
+}
+
+Test(datctl_list, object_rows_show_length_and_qlen_only_where_they_apply)
+{
+        _cleanup_(json_decrefp) json_t *rows = json_pack(
+                "[{sI sI ss ss ss ss ss ss sI si si}, {sI sI ss ss ss ss so ss sI si si}]",
+                "client_id", (json_int_t)3, "pid", (json_int_t)7, "command", "app", "ia", "tcp",
+                "kind", "LMR", "handle", "0xa0", "pz_handle", "0xb0", "state", "", "length",
+                (json_int_t)(3 << 20), "qlen", 0, "id", 1,
+                "client_id", (json_int_t)3, "pid", (json_int_t)7, "command", "app", "ia", "tcp",
+                "kind", "EVD", "handle", "0xc0", "pz_handle", json_null(), "state", "", "length",
+                (json_int_t)0, "qlen", 1024, "id", 2);
+        _cleanup_free_ char *out = render(rows, &list_view_objects, 0);
+
+        cr_assert_str_eq(out,
+                         "OWNER IA  KIND HANDLE PZ   STATE LENGTH QLEN ID\n"
+                         "7/app tcp LMR  0xa0   0xb0 -       3.0M    -  1\n"
+                         "7/app tcp EVD  0xc0   -    -          - 1024  2\n");
 }

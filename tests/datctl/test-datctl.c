@@ -49,8 +49,12 @@ static void start_datd(void)
         cr_assert_eq(datd_start(&datd, NULL), 0, "datd did not start");
 }
 
+/* Whether the next probe registers objects (probe_register()). */
+static bool probe_objects;
+
 static void stop_all(void)
 {
+        probe_objects = false;
         if (probe_pid > 0) {
                 kill(probe_pid, SIGKILL);
                 waitpid(probe_pid, NULL, 0);
@@ -100,6 +104,40 @@ static int probe_exchange(int sock, struct datp_header *request, uint16_t reply_
                ? -EACCES : 0;
 }
 
+/* What a probe registers on its IA when asked to (probe_objects): two EPs
+ * (one connected), an LMR of 1 MiB and a PZ, as libdat would describe them. */
+#define PROBE_HANDLE_EP1 0x7f00aa001000ull
+#define PROBE_HANDLE_EP2 0x7f00aa002000ull
+#define PROBE_HANDLE_LMR 0x7f00aa003000ull
+#define PROBE_HANDLE_PZ 0x7f00aa004000ull
+#define PROBE_LMR_LENGTH (1u << 20)
+
+static const struct datp_obj_desc probe_descs[] = {
+        { .kind = DATP_OBJ_PZ, .handle = PROBE_HANDLE_PZ },
+        { .kind = DATP_OBJ_EP, .state = 0 /* DAT_EP_STATE_UNCONNECTED */, .handle = PROBE_HANDLE_EP1,
+          .pz_handle = PROBE_HANDLE_PZ, .max_recv_dtos = 16, .max_request_dtos = 32,
+          .max_recv_iov = 2, .max_request_iov = 3, .max_message_size = 4096 },
+        { .kind = DATP_OBJ_EP, .state = 9 /* DAT_EP_STATE_CONNECTED */, .handle = PROBE_HANDLE_EP2,
+          .pz_handle = PROBE_HANDLE_PZ, .max_recv_dtos = 16, .max_request_dtos = 32,
+          .max_recv_iov = 2, .max_request_iov = 3, .max_message_size = 4096 },
+        { .kind = DATP_OBJ_LMR, .handle = PROBE_HANDLE_LMR, .pz_handle = PROBE_HANDLE_PZ,
+          .length = PROBE_LMR_LENGTH },
+};
+
+static int probe_register(int sock, uint16_t version, uint32_t ia_id)
+{
+        union datp_message reply;
+        int r = 0;
+
+        for (size_t i = 0; r == 0 && i < ARRAY_SIZE(probe_descs); i++) {
+                struct datp_obj_create create = { .ia_id = ia_id, .desc = probe_descs[i] };
+
+                datp_header_init(&create.hdr, DATP_OBJ_CREATE, version, sizeof(create), 10 + i);
+                r = probe_exchange(sock, &create.hdr, DATP_OBJ_CREATE | DATP_REPLY, &reply);
+        }
+        return r;
+}
+
 static int probe_session(const char *socket_path, const char *ia_name)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -125,7 +163,10 @@ static int probe_session(const char *socket_path, const char *ia_name)
                          sizeof(open_ia), 2);
         if (datp_set_string(open_ia.ia_name, sizeof(open_ia.ia_name), ia_name) < 0)
                 return -ENAMETOOLONG;
-        return probe_exchange(sock, &open_ia.hdr, DATP_IA_OPEN | DATP_REPLY, &reply);
+        r = probe_exchange(sock, &open_ia.hdr, DATP_IA_OPEN | DATP_REPLY, &reply);
+        if (r == 0 && probe_objects)
+                r = probe_register(sock, open_ia.hdr.version, reply.ia_open_reply.ia_id);
+        return r;
         /* The socket stays open: the client stays connected until it dies. */
 }
 
@@ -260,6 +301,7 @@ Test(datctl, status_shows_directories_clients_ias_and_counters)
         cr_assert_not_null(strstr(out, dir), "%s", out);
         cr_assert_not_null(strstr(out, sock), "%s", out);
         cr_assert_not_null(strstr(out, "     Clients: 0\n"), "%s", out);
+        cr_assert_not_null(strstr(out, "     Objects: 0\n"), "%s", out);
         cr_assert_not_null(strstr(out, "         IAs: 2 (2 up)\n"), "%s", out);
         cr_assert_not_null(strstr(out, "    Counters: "), "%s", out);
         cr_assert_not_null(strstr(out, " clients_accepted "), "%s", out);
@@ -278,6 +320,7 @@ Test(datctl, status_json_has_every_field)
         assert_json_string(status, "runtime_directory", datd.runtime_dir);
         assert_json_string(status, "socket_path", datd.socket_path);
         assert_json_integer(status, "n_clients", 0);
+        assert_json_integer(status, "n_objects", 0);
         assert_json_integer(status, "n_ias", 2);
         assert_json_integer(status, "n_ias_up", 2);
         start = json_object_get(status, "start_timestamp_usec");
@@ -416,7 +459,10 @@ Test(datctl, client_list_json_has_every_field)
         cr_assert_geq(since + 1000000, before, "connected before the test began");
         cr_assert_leq(since, now_usec(), "connected in the future");
         assert_iso8601_matches(c, "connected_since");
-        cr_assert_eq(json_object_size(c), 8, "unexpected keys in the client object");
+        assert_json_integer(c, "objects", 0);
+        assert_json_integer(c, "eps", 0);
+        assert_json_integer(c, "lmr_bytes", 0);
+        cr_assert_eq(json_object_size(c), 11, "unexpected keys in the client object");
 }
 
 Test(datctl, client_list_escapes_control_characters_a_client_put_in_its_name)
@@ -429,6 +475,162 @@ Test(datctl, client_list_escapes_control_characters_a_client_put_in_its_name)
         out = datctl_run_ok(address, "client", "list", NULL);
         cr_assert_not_null(strstr(out, "evil\\x1b[2J"), "%s", out);
         cr_assert_null(strchr(out, '\033'), "a raw ESC reached the output");
+}
+
+Test(datctl, client_list_shows_a_name_that_is_not_utf8)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_free_ char *out = NULL;
+
+        /* datd puts U+FFFD for each invalid byte: ListClients() stays valid
+         * D-Bus for everyone, and the name still shows. */
+        start_probe("bad\xff\xfe", "shm");
+        out = datctl_run_ok(address, "client", "list", NULL);
+        cr_assert_not_null(strstr(out, " bad\xef\xbf\xbd\xef\xbf\xbd "), "%s", out);
+}
+
+Test(datctl, status_counts_the_objects_clients_registered)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_(json_decrefp) json_t *status = NULL;
+
+        probe_objects = true;
+        start_probe(PROBE_COMMAND, "shm");
+        status = datctl_run_json(address, "status", NULL);
+        assert_json_integer(status, "n_objects", ARRAY_SIZE(probe_descs));
+        cr_assert_eq(json_integer_value(json_object_get(json_object_get(status, "counters"),
+                                                        "objects_registered")),
+                     (json_int_t)ARRAY_SIZE(probe_descs));
+}
+
+Test(datctl, client_list_shows_eps_and_lmr_bytes)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_free_ char *out = NULL, *header = NULL, *line = NULL;
+
+        probe_objects = true;
+        start_probe(PROBE_COMMAND, "shm");
+        out = datctl_run_ok(address, "client", "list", NULL);
+        header = line_with(out, "COMMAND");
+        cr_assert_not_null(strstr(header, " EPS LMR BYTES "), "%s", header);
+        line = line_with(out, PROBE_COMMAND);
+        cr_assert_not_null(strstr(line, " shm   2      1.0M "), "%s", line);
+}
+
+/* ---- ep list and object list --------------------------------------------------- */
+
+Test(datctl, ep_list_without_endpoints_says_none)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_free_ char *out = NULL;
+        _cleanup_(json_decrefp) json_t *eps = NULL;
+
+        start_probe(PROBE_COMMAND, "shm");
+        out = datctl_run_ok(address, "ep", "list", NULL);
+        cr_assert_not_null(strstr(out, "\n\n0 endpoints listed.\n"), "%s", out);
+        eps = datctl_run_json(address, "ep", "list", NULL);
+        cr_assert(json_is_array(eps));
+        cr_assert_eq(json_array_size(eps), 0);
+}
+
+Test(datctl, ep_list_shows_owner_ia_handle_state_pz_and_limits)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_free_ char *out = NULL, *header = NULL, *line = NULL, *owner = NULL;
+
+        probe_objects = true;
+        start_probe(PROBE_COMMAND, "shm");
+        out = datctl_run_ok(address, "ep", "list", NULL);
+        header = line_with(out, "OWNER");
+        cr_assert_not_null(strstr(header, "OWNER "), "%s", header);
+        cr_assert_not_null(strstr(header, " IA "), "%s", header);
+        cr_assert_not_null(strstr(header, " HANDLE "), "%s", header);
+        cr_assert_not_null(strstr(header, " STATE "), "%s", header);
+        cr_assert_not_null(strstr(header, " PZ "), "%s", header);
+        line = line_with(out, "0x7f00aa002000");
+        cr_assert_geq(asprintf(&owner, "%d/" PROBE_COMMAND " shm ", (int)probe_pid), 0);
+        cr_assert_eq(strncmp(line, owner, strlen(owner)), 0, "no owner in: %s", line);
+        cr_assert_not_null(strstr(line, " CONNECTED "), "%s", line);
+        cr_assert_not_null(strstr(line, " 0x7f00aa004000 "), "no PZ in: %s", line);
+        cr_assert_not_null(strstr(line, "   16      32        2       3    4.0K "), "%s", line);
+        free(line);
+        line = line_with(out, "0x7f00aa001000");
+        cr_assert_not_null(strstr(line, " UNCONNECTED "), "%s", line);
+        cr_assert_null(strstr(out, "0x7f00aa003000"), "an LMR among the endpoints:\n%s", out);
+        cr_assert_not_null(strstr(out, "\n\n2 endpoints listed.\n"), "%s", out);
+}
+
+Test(datctl, ep_list_json_has_every_field)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_(json_decrefp) json_t *eps = NULL;
+        json_t *ep;
+
+        probe_objects = true;
+        start_probe(PROBE_COMMAND, "shm");
+        eps = datctl_run_json(address, "ep", "list", NULL);
+        cr_assert(json_is_array(eps));
+        cr_assert_eq(json_array_size(eps), 2);
+        ep = find_by(eps, "handle", "0x7f00aa002000");
+        cr_assert(json_is_integer(json_object_get(ep, "client_id")));
+        assert_json_integer(ep, "pid", probe_pid);
+        assert_json_string(ep, "command", PROBE_COMMAND);
+        assert_json_string(ep, "ia", "shm");
+        assert_json_string(ep, "pz_handle", "0x7f00aa004000");
+        assert_json_string(ep, "state", "CONNECTED");
+        assert_json_integer(ep, "max_recv_dtos", 16);
+        assert_json_integer(ep, "max_request_dtos", 32);
+        assert_json_integer(ep, "max_recv_iov", 2);
+        assert_json_integer(ep, "max_request_iov", 3);
+        assert_json_integer(ep, "max_message_size", 4096);
+        cr_assert(json_is_integer(json_object_get(ep, "id")));
+        cr_assert_gt(json_integer_value(json_object_get(ep, "id")), 0);
+        cr_assert_eq(json_object_size(ep), 13, "unexpected keys in the endpoint object");
+}
+
+Test(datctl, object_list_shows_every_object_with_its_kind)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_free_ char *out = NULL, *header = NULL, *lmr = NULL, *pz = NULL;
+
+        probe_objects = true;
+        start_probe(PROBE_COMMAND, "shm");
+        out = datctl_run_ok(address, "object", "list", NULL);
+        header = line_with(out, "OWNER");
+        cr_assert_not_null(strstr(header, " KIND "), "%s", out);
+        lmr = line_with(out, " shm LMR ");
+        cr_assert_not_null(strstr(lmr, " 0x7f00aa003000 0x7f00aa004000 "), "%s", lmr);
+        cr_assert_not_null(strstr(lmr, " 1.0M "), "%s", lmr);
+        pz = line_with(out, " shm PZ ");
+        cr_assert_not_null(strstr(pz, " 0x7f00aa004000 -"), "%s", pz);
+        cr_assert_not_null(strstr(out, "\n\n4 objects listed.\n"), "%s", out);
+}
+
+Test(datctl, object_list_json_has_every_field)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_(json_decrefp) json_t *objects = NULL;
+        json_t *lmr, *pz;
+
+        probe_objects = true;
+        start_probe(PROBE_COMMAND, "shm");
+        objects = datctl_run_json(address, "object", "list", NULL);
+        cr_assert(json_is_array(objects));
+        cr_assert_eq(json_array_size(objects), 4);
+        lmr = find_by(objects, "kind", "LMR");
+        cr_assert(json_is_integer(json_object_get(lmr, "client_id")));
+        assert_json_integer(lmr, "pid", probe_pid);
+        assert_json_string(lmr, "command", PROBE_COMMAND);
+        assert_json_string(lmr, "ia", "shm");
+        assert_json_string(lmr, "handle", "0x7f00aa003000");
+        assert_json_string(lmr, "pz_handle", "0x7f00aa004000");
+        assert_json_string(lmr, "state", "");
+        assert_json_integer(lmr, "length", PROBE_LMR_LENGTH);
+        assert_json_integer(lmr, "qlen", 0);
+        cr_assert(json_is_integer(json_object_get(lmr, "id")));
+        cr_assert_eq(json_object_size(lmr), 11, "unexpected keys in the object");
+        pz = find_by(objects, "kind", "PZ");
+        cr_assert(json_is_null(json_object_get(pz, "pz_handle")), "a PZ has no PZ");
 }
 
 /* ---- options ------------------------------------------------------------------- */
@@ -577,6 +779,8 @@ Test(datctl_cli, help_lists_every_command_and_exits_0)
         cr_assert_not_null(strstr(out, "  status "), "%s", out);
         cr_assert_not_null(strstr(out, "  ia list "), "%s", out);
         cr_assert_not_null(strstr(out, "  client list "), "%s", out);
+        cr_assert_not_null(strstr(out, "  ep list "), "%s", out);
+        cr_assert_not_null(strstr(out, "  object list "), "%s", out);
 }
 
 Test(datctl_cli, version_prints_the_package_version)

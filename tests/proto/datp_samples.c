@@ -21,6 +21,12 @@ const struct datp_sample datp_samples[] = {
         { REPLY(DATP_IA_CLOSE), DATP_TO_CLIENT, 1, "ia-close-reply" },
         { DATP_IA_QUERY, DATP_TO_DAEMON, 1, "ia-query" },
         { REPLY(DATP_IA_QUERY), DATP_TO_CLIENT, 1, "ia-query-reply" },
+        { DATP_OBJ_CREATE, DATP_TO_DAEMON, 1, "obj-create" },
+        { REPLY(DATP_OBJ_CREATE), DATP_TO_CLIENT, 1, "obj-create-reply" },
+        { DATP_OBJ_UPDATE, DATP_TO_DAEMON, 1, "obj-update" },
+        { REPLY(DATP_OBJ_UPDATE), DATP_TO_CLIENT, 1, "obj-update-reply" },
+        { DATP_OBJ_DESTROY, DATP_TO_DAEMON, 1, "obj-destroy" },
+        { REPLY(DATP_OBJ_DESTROY), DATP_TO_CLIENT, 1, "obj-destroy-reply" },
         { DATP_ERROR, DATP_TO_CLIENT, 1, "error" },
 };
 const size_t datp_n_samples = ARRAY_SIZE(datp_samples);
@@ -61,6 +67,46 @@ static void sample_ia_info(struct datp_ia_info *info)
         info->max_lmr_bytes = 1ull << 30;
 }
 
+void datp_sample_obj_desc(uint32_t kind, struct datp_obj_desc *d)
+{
+        memset(d, 0, sizeof(*d));
+        d->kind = kind;
+        d->handle = 0x7f0000001000ull + kind;
+        switch (kind) {
+        case DATP_OBJ_EVD:
+                d->qlen = 1024;
+                break;
+        case DATP_OBJ_LMR:
+                d->pz_handle = 0x7f0000000100ull;
+                d->length = 1ull << 20;
+                break;
+        case DATP_OBJ_RMR:
+                d->pz_handle = 0x7f0000000100ull;
+                break;
+        case DATP_OBJ_EP:
+                d->state = DATP_EP_STATE_MAX;
+                d->pz_handle = 0x7f0000000100ull;
+                d->max_recv_dtos = 256;
+                d->max_request_dtos = 128;
+                d->max_recv_iov = 4;
+                d->max_request_iov = 8;
+                d->max_message_size = 1u << 16;
+                d->recv_evd_handle = 0x7f0000000200ull;
+                d->request_evd_handle = 0x7f0000000300ull;
+                d->connect_evd_handle = 0x7f0000000400ull;
+                d->srq_handle = 0x7f0000000500ull;
+                break;
+        case DATP_OBJ_SRQ:
+                d->state = DATP_SRQ_STATE_MAX;
+                d->pz_handle = 0x7f0000000100ull;
+                d->qlen = 512;
+                d->max_recv_iov = 2;
+                break;
+        default:
+                break;
+        }
+}
+
 size_t datp_sample_build(const struct datp_sample *s, union datp_message *m)
 {
         size_t len = datp_message_size(s->type);
@@ -98,6 +144,26 @@ size_t datp_sample_build(const struct datp_sample *s, union datp_message *m)
                 break;
         case REPLY(DATP_IA_QUERY):
                 sample_ia_info(&m->ia_query_reply.info);
+                break;
+        case DATP_OBJ_CREATE:
+                m->obj_create.ia_id = 7;
+                datp_sample_obj_desc(DATP_OBJ_EP, &m->obj_create.desc);
+                break;
+        case REPLY(DATP_OBJ_CREATE):
+                m->obj_create_reply.obj_id = 9;
+                break;
+        case DATP_OBJ_UPDATE:
+                m->obj_update.ia_id = 7;
+                m->obj_update.obj_id = 9;
+                datp_sample_obj_desc(DATP_OBJ_EP, &m->obj_update.desc);
+                break;
+        case REPLY(DATP_OBJ_UPDATE):
+                break;
+        case DATP_OBJ_DESTROY:
+                m->obj_destroy.ia_id = 7;
+                m->obj_destroy.obj_id = 9;
+                break;
+        case REPLY(DATP_OBJ_DESTROY):
                 break;
         case DATP_ERROR:
                 m->error.status.dat_status = 0x80040000u; /* DAT_INTERNAL_ERROR */

@@ -32,6 +32,11 @@ const struct datp_sample *datp_sample_build_type(uint16_t type, union datp_messa
  * length from m's header: the one call most tests make. */
 int datp_sample_validate(const struct datp_sample *s, const union datp_message *m);
 
+/* A valid description of an object of kind (1..DATP_OBJ_KIND_MAX): every
+ * field its kind allows is set non-zero (EP and SRQ at their highest state),
+ * every other field is 0. */
+void datp_sample_obj_desc(uint32_t kind, struct datp_obj_desc *d);
+
 /* The sample of a type, or NULL. */
 const struct datp_sample *datp_sample_of(uint16_t type);
 

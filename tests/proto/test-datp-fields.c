@@ -390,3 +390,225 @@ Test(datp_fields, error_reason_is_terminated)
         memset(m.error.reason, 'r', sizeof(m.error.reason));
         expect(-DATP_E_FIELD);
 }
+
+/* ---- objects (PROTOCOL.md, "Object description") ---------------------------- */
+
+#define KIND_BIT(k) (1u << (k))
+
+static struct datp_obj_desc *create_desc(void)
+{
+        return &m.obj_create.desc;
+}
+
+/* An OBJ_CREATE of a valid object of this kind. */
+static void start_create(uint32_t kind)
+{
+        start(DATP_OBJ_CREATE);
+        datp_sample_obj_desc(kind, create_desc());
+}
+
+/* The rule "a field is 0 for the kinds it does not apply to": for every
+ * kind, a non-zero value (1, in every field's range) is accepted exactly
+ * when the kind is in kinds. */
+static void expect_field_applies_to(size_t offset, size_t size, uint32_t kinds)
+{
+        for (uint32_t kind = 1; kind <= DATP_OBJ_KIND_MAX; kind++) {
+                int want = (kinds & KIND_BIT(kind)) ? DATP_OK : -DATP_E_FIELD;
+                unsigned char *field;
+
+                start_create(kind);
+                field = (unsigned char *) create_desc() + offset;
+                memset(field, 0, size);
+                field[0] = 1;
+                cr_expect_eq(datp_sample_validate(s, &m), want, "kind %u, field at offset %zu", kind,
+                             offset);
+        }
+}
+
+#define EXPECT_FIELD_APPLIES_TO(field, kinds) \
+        expect_field_applies_to(offsetof(struct datp_obj_desc, field), \
+                                sizeof(((struct datp_obj_desc *) NULL)->field), (kinds))
+
+Test(datp_fields, obj_create_of_every_kind_is_accepted)
+{
+        for (uint32_t kind = 1; kind <= DATP_OBJ_KIND_MAX; kind++) {
+                start_create(kind);
+                expect(DATP_OK);
+        }
+}
+
+Test(datp_fields, obj_kind_is_1_to_kind_max)
+{
+        start_create(DATP_OBJ_PZ);
+        create_desc()->kind = 0;
+        expect(-DATP_E_FIELD);
+        create_desc()->kind = DATP_OBJ_KIND_MAX + 1;
+        expect(-DATP_E_FIELD);
+        create_desc()->kind = UINT32_MAX;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_fields, obj_handle_is_not_zero)
+{
+        for (uint32_t kind = 1; kind <= DATP_OBJ_KIND_MAX; kind++) {
+                start_create(kind);
+                create_desc()->handle = 0;
+                expect(-DATP_E_FIELD);
+        }
+}
+
+Test(datp_fields, obj_create_reserved_is_zero)
+{
+        start(DATP_OBJ_CREATE);
+        m.obj_create.reserved = 1;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_fields, obj_state_applies_to_ep_and_srq_only)
+{
+        EXPECT_FIELD_APPLIES_TO(state, KIND_BIT(DATP_OBJ_EP) | KIND_BIT(DATP_OBJ_SRQ));
+}
+
+Test(datp_fields, obj_ep_state_is_a_dat_ep_state)
+{
+        start_create(DATP_OBJ_EP);
+        create_desc()->state = DATP_EP_STATE_MAX;
+        expect(DATP_OK);
+        create_desc()->state = DATP_EP_STATE_MAX + 1;
+        expect(-DATP_E_FIELD);
+        create_desc()->state = UINT32_MAX;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_fields, obj_srq_state_is_a_dat_srq_state)
+{
+        start_create(DATP_OBJ_SRQ);
+        create_desc()->state = DATP_SRQ_STATE_MAX;
+        expect(DATP_OK);
+        create_desc()->state = DATP_SRQ_STATE_MAX + 1;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_fields, obj_pz_handle_applies_to_lmr_rmr_ep_and_srq_only)
+{
+        EXPECT_FIELD_APPLIES_TO(pz_handle, KIND_BIT(DATP_OBJ_LMR) | KIND_BIT(DATP_OBJ_RMR) |
+                                           KIND_BIT(DATP_OBJ_EP) | KIND_BIT(DATP_OBJ_SRQ));
+}
+
+Test(datp_fields, obj_lmr_rmr_and_srq_need_a_pz)
+{
+        static const uint32_t kinds[] = { DATP_OBJ_LMR, DATP_OBJ_RMR, DATP_OBJ_SRQ };
+
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+                start_create(kinds[i]);
+                create_desc()->pz_handle = 0;
+                expect(-DATP_E_FIELD);
+        }
+}
+
+Test(datp_fields, obj_ep_may_have_no_pz)
+{
+        start_create(DATP_OBJ_EP);
+        create_desc()->pz_handle = 0;
+        expect(DATP_OK);
+}
+
+Test(datp_fields, obj_length_applies_to_lmr_only)
+{
+        EXPECT_FIELD_APPLIES_TO(length, KIND_BIT(DATP_OBJ_LMR));
+}
+
+Test(datp_fields, obj_qlen_applies_to_evd_and_srq_only)
+{
+        EXPECT_FIELD_APPLIES_TO(qlen, KIND_BIT(DATP_OBJ_EVD) | KIND_BIT(DATP_OBJ_SRQ));
+}
+
+Test(datp_fields, obj_dto_limits_apply_to_ep_only)
+{
+        EXPECT_FIELD_APPLIES_TO(max_recv_dtos, KIND_BIT(DATP_OBJ_EP));
+        EXPECT_FIELD_APPLIES_TO(max_request_dtos, KIND_BIT(DATP_OBJ_EP));
+        EXPECT_FIELD_APPLIES_TO(max_request_iov, KIND_BIT(DATP_OBJ_EP));
+        EXPECT_FIELD_APPLIES_TO(max_message_size, KIND_BIT(DATP_OBJ_EP));
+}
+
+Test(datp_fields, obj_max_recv_iov_applies_to_ep_and_srq_only)
+{
+        EXPECT_FIELD_APPLIES_TO(max_recv_iov, KIND_BIT(DATP_OBJ_EP) | KIND_BIT(DATP_OBJ_SRQ));
+}
+
+Test(datp_fields, obj_evd_and_srq_handles_apply_to_ep_only)
+{
+        EXPECT_FIELD_APPLIES_TO(recv_evd_handle, KIND_BIT(DATP_OBJ_EP));
+        EXPECT_FIELD_APPLIES_TO(request_evd_handle, KIND_BIT(DATP_OBJ_EP));
+        EXPECT_FIELD_APPLIES_TO(connect_evd_handle, KIND_BIT(DATP_OBJ_EP));
+        EXPECT_FIELD_APPLIES_TO(srq_handle, KIND_BIT(DATP_OBJ_EP));
+}
+
+Test(datp_fields, obj_every_kind_may_leave_its_optional_fields_zero)
+{
+        /* Only kind, handle and (LMR, RMR, SRQ) pz_handle are required. */
+        for (uint32_t kind = 1; kind <= DATP_OBJ_KIND_MAX; kind++) {
+                struct datp_obj_desc *d;
+
+                start_create(kind);
+                d = create_desc();
+                *d = (struct datp_obj_desc) { .kind = kind, .handle = d->handle,
+                                              .pz_handle = d->pz_handle };
+                expect(DATP_OK);
+        }
+}
+
+Test(datp_fields, obj_update_desc_follows_the_same_rules)
+{
+        start(DATP_OBJ_UPDATE);
+        m.obj_update.desc.length = 1; /* an EP has no length */
+        expect(-DATP_E_FIELD);
+        datp_sample_obj_desc(DATP_OBJ_LMR, &m.obj_update.desc);
+        expect(DATP_OK);
+        m.obj_update.desc.handle = 0;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_fields, obj_destroy_takes_any_ids)
+{
+        start(DATP_OBJ_DESTROY);
+        m.obj_destroy.ia_id = 0;
+        m.obj_destroy.obj_id = 0;
+        expect(DATP_OK);
+        m.obj_destroy.ia_id = UINT32_MAX;
+        m.obj_destroy.obj_id = UINT32_MAX;
+        expect(DATP_OK);
+}
+
+Test(datp_fields, obj_create_reply_has_an_obj_id_exactly_on_success)
+{
+        start(DATP_OBJ_CREATE | DATP_REPLY);
+        m.obj_create_reply.obj_id = 0;
+        expect(-DATP_E_FIELD);
+        m.obj_create_reply.status.dat_status = DAT_ERR(0x00030000u); /* DAT_INSUFFICIENT_RESOURCES */
+        expect(DATP_OK);
+        m.obj_create_reply.obj_id = 1;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_fields, obj_create_reply_reserved_is_zero)
+{
+        start(DATP_OBJ_CREATE | DATP_REPLY);
+        m.obj_create_reply.reserved = 1;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_fields, obj_replies_check_their_status)
+{
+        static const uint16_t replies[] = {
+                DATP_OBJ_CREATE | DATP_REPLY, DATP_OBJ_UPDATE | DATP_REPLY,
+                DATP_OBJ_DESTROY | DATP_REPLY,
+        };
+
+        for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++) {
+                start(replies[i]);
+                /* Every reply's status is at offset 16. */
+                m.obj_update_reply.status.sys_errno = -1;
+                expect(-DATP_E_FIELD);
+        }
+}

@@ -120,7 +120,8 @@ Test(datp_validate, header_length_must_equal_bytes_received)
 Test(datp_validate, unknown_type_is_refused)
 {
         static const uint16_t unknown[] = {
-                0, 5, 0x7ffe, DATP_REPLY, DATP_REPLY | 5, DATP_ERROR | DATP_REPLY,
+                0, DATP_OBJ_DESTROY + 1, 0x7ffe, DATP_REPLY, DATP_REPLY | (DATP_OBJ_DESTROY + 1),
+                DATP_ERROR | DATP_REPLY,
         };
         union datp_message m;
 
@@ -162,7 +163,10 @@ Test(datp_validate, every_type_refuses_attached_fds)
 
 Test(datp_validate, requests_before_hello_are_refused_as_state)
 {
-        static const uint16_t requests[] = { DATP_IA_OPEN, DATP_IA_CLOSE, DATP_IA_QUERY };
+        static const uint16_t requests[] = {
+                DATP_IA_OPEN, DATP_IA_CLOSE, DATP_IA_QUERY,
+                DATP_OBJ_CREATE, DATP_OBJ_UPDATE, DATP_OBJ_DESTROY,
+        };
 
         for (size_t i = 0; i < sizeof(requests) / sizeof(requests[0]); i++) {
                 union datp_message m;

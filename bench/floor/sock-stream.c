@@ -1,0 +1,177 @@
+/* Streaming bandwidth over a raw stream socket (TCP or AF_UNIX): the client
+ * writes batches of messages back to back, the server reads them and
+ * answers each batch with one byte.  A sample is the time from the first
+ * write of a batch to that byte, divided by the messages in it, so the
+ * reported bandwidth includes getting the last byte across. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/common/proc.h"
+#include "bench/common/sock.h"
+#include "bench/common/stats.h"
+
+#define ST_MAGIC 0x64627374u    /* "dbst" */
+
+struct st_hdr {
+        uint32_t magic;
+        uint32_t quit;
+        uint64_t size;
+        uint64_t count;
+};
+
+struct st {
+        struct bench_opts opts;
+        struct sock_setup setup;
+        size_t batch_bytes;
+        size_t max_size;
+        unsigned char *buf;
+        struct samples samples;
+};
+
+static int serve(int listen_fd, void *arg)
+{
+        struct st *st = arg;
+        struct st_hdr h;
+        char ack = 1;
+        int fd = sock_accept(listen_fd), r = 1;
+
+        if (fd < 0) {
+                fprintf(stderr, "accept: %s\n", strerror(-fd));
+                return 1;
+        }
+        while (sock_read_full(fd, &h, sizeof(h), false) == 0) {
+                if (h.magic != ST_MAGIC || h.size > st->max_size) {
+                        fprintf(stderr, "server: bad header\n");
+                        break;
+                }
+                if (h.quit) {
+                        r = 0;
+                        break;
+                }
+                for (uint64_t i = 0; i < h.count; i++)
+                        if (sock_read_full(fd, st->buf, h.size, false) < 0)
+                                goto out;
+                if (sock_write_full(fd, &ack, 1, false) < 0)
+                        break;
+        }
+out:
+        close(fd);
+        return r;
+}
+
+/* One batch; returns its duration in ns, or 0 if the connection broke. */
+static uint64_t batch(struct st *st, int fd, size_t size, uint64_t count)
+{
+        struct st_hdr h = { .magic = ST_MAGIC, .size = size, .count = count };
+        uint64_t t0;
+        char ack;
+
+        if (sock_write_full(fd, &h, sizeof(h), false) < 0)
+                return 0;
+        t0 = bench_now_ns();
+        for (uint64_t i = 0; i < count; i++)
+                if (sock_write_full(fd, st->buf, size, false) < 0)
+                        return 0;
+        if (sock_read_full(fd, &ack, 1, false) < 0)
+                return 0;
+        return bench_now_ns() - t0;
+}
+
+static int measure(struct st *st, int fd, size_t size)
+{
+        const struct bench_opts *o = &st->opts;
+        uint64_t per_batch = st->batch_bytes / size ? st->batch_bytes / size : 1;
+        uint64_t start = bench_now_ns(), done, ns;
+        char name[32];
+
+        for (done = 0; !bench_warm_done(o, done, start); done++)
+                if (batch(st, fd, size, per_batch) == 0)
+                        return -1;
+        samples_reset(&st->samples);
+        start = bench_now_ns();
+        for (done = 0; !bench_done(o, done, start); done++) {
+                ns = batch(st, fd, size, per_batch);
+                if (ns == 0)
+                        return -1;
+                samples_add(&st->samples, ns / per_batch);
+        }
+        snprintf(name, sizeof(name), "%s_stream", sock_family_name(st->setup.family));
+        bench_report_bandwidth(name, NULL, size, size, &st->samples);
+        return 0;
+}
+
+static int client(const struct sock_addr *a, void *arg)
+{
+        struct st *st = arg;
+        struct st_hdr quit = { .magic = ST_MAGIC, .quit = 1 };
+        int fd = sock_connect(a, 5.0), r = 0;
+
+        if (fd < 0) {
+                fprintf(stderr, "connect: %s\n", strerror(-fd));
+                return 1;
+        }
+        for (unsigned i = 0; i < st->opts.n_sizes && r == 0; i++)
+                r = measure(st, fd, st->opts.sizes[i]);
+        if (r < 0)
+                fprintf(stderr, "client: connection lost\n");
+        (void)sock_write_full(fd, &quit, sizeof(quit), false);
+        close(fd);
+        bench_table_print();
+        return r == 0 ? 0 : 1;
+}
+
+static void usage(const char *prog)
+{
+        printf("Usage: %s [OPTIONS]\n"
+               "Streaming bandwidth over a TCP or AF_UNIX stream socket.\n\n"
+               BENCH_COMMON_HELP SOCK_HELP
+               "  -b, --batch SIZE     bytes per timed batch (default 64M)\n",
+               prog);
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                BENCH_COMMON_LONGOPTS,
+                SOCK_LONGOPTS,
+                { "batch", required_argument, NULL, 'b' },
+                {}
+        };
+        struct st st = { .setup.family = AF_INET, .batch_bytes = 64 << 20 };
+        int opt, r;
+
+        bench_opts_init(&st.opts, "64K,1M,16M", 10000, 2, 1.0);
+        while ((opt = getopt_long(argc, argv, BENCH_COMMON_SHORTOPTS SOCK_SHORTOPTS "b:", longopts,
+                                  NULL)) != -1) {
+                r = bench_opts_parse_common(&st.opts, opt, optarg);
+                if (r == 0)
+                        r = sock_setup_parse(&st.setup, opt, optarg);
+                if (r < 0)
+                        return 2;
+                if (r > 0 || (opt == 'b' && bench_parse_size(optarg, &st.batch_bytes)))
+                        continue;
+                usage(argv[0]);
+                return opt == 'h' ? 0 : 2;
+        }
+
+        /* A lone server does not know the sizes: it takes any up to 64 MiB. */
+        st.max_size = st.setup.role == ROLE_SERVER ? 64 << 20 : 0;
+        for (unsigned i = 0; i < st.opts.n_sizes; i++)
+                if (st.opts.sizes[i] > st.max_size)
+                        st.max_size = st.opts.sizes[i];
+        st.buf = calloc(1, st.max_size);
+        if (!st.buf || samples_init(&st.samples, st.opts.iters) < 0)
+                bench_die("out of memory");
+
+        r = sock_run(&st.setup, &st.opts, serve, client, &st);
+        samples_free(&st.samples);
+        free(st.buf);
+        return r;
+}

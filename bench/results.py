@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""Turns what bench/run-peers collected into bench/results.json and
+bench/RESULTS.md.
+
+Input (the run's work directory):
+  meta.txt      key=value facts about the machine and the run
+  notes.txt     one line per skipped peer, failed run or warning
+  manifest.tsv  one line per run: rep, path, kind, stack, size, status, log,
+                server command, client command
+  logs/         each run's output
+
+Three kinds of output are read:
+  floor  lines "name=... mode=... size=... half_rtt_us_median=..." (bench/floor/)
+  fi     fi_pingpong's table: the client's last line, usec/xfer = half round
+         trip averaged over the run (fi_pingpong prints no percentiles)
+  ucx    ucx_perftest -f -v CSV: "label,iterations,P_percentile_lat,avg_lat,
+         overall_lat,avg_bw,overall_bw,avg_mr,overall_mr" with our labels
+         "measure-size"; the percentile is the header's (-R 50 or -R 99),
+         taken by ucx_perftest over its last 2048 iterations
+
+Every number is the median over the repetitions of that run's median (or
+p99).  A "datd" stack fills the datd columns; until datbench exists there is
+none and they show an em dash.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+
+LAT_SIZES = [8, 64, 1024, 4096, 65536, 1048576]
+DASH = "\u2014"
+
+MEASURES = [
+    # id, title, unit, better
+    ("lat_send", "Latency: send/recv ping-pong (half round trip, \u00b5s)", "us", "lower"),
+    ("lat_write", "Latency: RDMA-write ping-pong (half round trip, \u00b5s)", "us", "lower"),
+    ("bw_write", "Bandwidth: RDMA write, streaming (GB/s)", "gbps", "higher"),
+    ("bw_read", "Bandwidth: RDMA read, streaming (GB/s)", "gbps", "higher"),
+    ("bw_send", "Bandwidth: send, streaming (GB/s)", "gbps", "higher"),
+    ("conn", "Connection rate: connect \u2192 established, 64 B private data each way, "
+             "disconnect (connections/s; p99 = \u00b5s per connection)", "cps", "higher"),
+]
+PATHS = [("same", "same host"), ("cross", "across hosts (two network namespaces, veth)")]
+
+SHM_FLOOR = "floor: shm, copy in + copy out, spinning"
+FUTEX_FLOOR = "floor: shm, futex wait/wake every hop"
+
+
+def floor_targets(path, name, mode):
+    """(measure, wait, stack) rows one floor output line feeds."""
+    tcp = "raw TCP loopback" if path == "same" else "raw TCP over veth"
+    wait = {"busy": "poll", "block": "block"}.get(mode, "-")
+    table = {
+        "shm_pingpong": [("lat_send", wait, SHM_FLOOR if wait == "poll" else FUTEX_FLOOR),
+                         ("lat_write", wait, SHM_FLOOR if wait == "poll" else FUTEX_FLOOR)],
+        "unix_pingpong": [("lat_send", wait, "AF_UNIX stream")],
+        "tcp_pingpong": [("lat_send", wait, tcp)]
+        + ([("lat_write", wait, tcp + " (the floor)")] if path == "cross" else []),
+        "memcpy": [("bw_write", "-", "floor: memcpy, one process"),
+                   ("bw_read", "-", "floor: memcpy, one process")],
+        "vm_writev": [("bw_write", "-", "floor: process_vm_writev")],
+        "vm_readv": [("bw_read", "-", "floor: process_vm_readv")],
+        "shm_stream": [("bw_send", "-", "floor: shm ring, copy in + copy out")],
+        "unix_stream": [("bw_send", "-", "AF_UNIX stream")],
+        "tcp_stream": [("bw_send", "-", tcp)]
+        + ([("bw_write", "-", tcp + " streaming (the floor)"),
+            ("bw_read", "-", tcp + " streaming (the floor)")] if path == "cross" else []),
+        "tcp_connect": [("conn", mode, tcp + ": connect + accept + 64 B each way")],
+        "unix_connect": [("conn", mode, "AF_UNIX: connect + accept + 64 B each way")],
+    }
+    return table.get(name, [])
+
+
+def parse_kv(line):
+    return dict(f.split("=", 1) for f in line.split() if "=" in f)
+
+
+def parse_floor(path, text):
+    out = []
+    for line in text.splitlines():
+        if not line.startswith("name="):
+            continue
+        kv = parse_kv(line)
+        for measure, wait, stack in floor_targets(path, kv["name"], kv.get("mode", "-")):
+            if measure == "conn":
+                size = int(kv["clients"])
+                med, p99 = float(kv["conn_per_s"]), float(kv["conn_us_p99"])
+            elif "half_rtt_us_median" in kv:
+                size = int(kv["size"])
+                med, p99 = float(kv["half_rtt_us_median"]), float(kv["half_rtt_us_p99"])
+            else:
+                size = int(kv["size"])
+                med, p99 = float(kv["gbps_median"]), float(kv["gbps_p99"])
+            out.append((measure, wait, stack, size, med, p99))
+    return out
+
+
+FI_LINE = re.compile(r"^\s*(\S+)\s+(\S+)\s+=?(\S+)\s+(\S+)\s+(\S+)s\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
+
+
+def parse_fi(path, stack_id, size, text):
+    prov = stack_id.split("-", 1)[1]
+    label = "libfabric %s (fi_pingpong -p %s -e %s)" % (prov, prov, "rdm" if prov == "shm" else "msg")
+    usec = None
+    for line in text.splitlines():
+        m = FI_LINE.match(line)
+        if m and m.group(1) != "bytes":
+            try:
+                usec = float(m.group(7))
+            except ValueError:
+                pass
+    if usec is None or usec <= 0:
+        return []
+    out = []
+    if size in LAT_SIZES:
+        out.append(("lat_send", "poll", label + ", mean", size, usec, None))
+    if size >= 65536:
+        out.append(("bw_send", "-", label + ": ping-pong, size \u00f7 half round trip",
+                    size, size / (usec * 1e3), None))
+    return out
+
+
+def parse_ucx(stack_id, text):
+    tls = stack_id.split("-", 1)[1].replace("+", ",")
+    label = "UCX (ucx_perftest, UCX_TLS=%s)" % tls
+    tests = {"lat_send": "tag_lat", "lat_write": "ucp_put_lat", "bw_send": "tag_bw",
+             "bw_write": "ucp_put_bw", "bw_read": "ucp_get"}
+    pct = 50.0
+    rows = {}
+    for line in text.splitlines():
+        m = re.search(r"(\d+(?:\.\d+)?)_percentile_lat", line)
+        if m:
+            pct = float(m.group(1))
+            continue
+        f = [x.strip() for x in line.split(",")]
+        if len(f) != 9 or "-" not in f[0]:
+            continue
+        measure, size = f[0].rsplit("-", 1)
+        if measure not in tests:
+            continue
+        try:
+            lat, bw_mib = float(f[2]), float(f[6])
+        except ValueError:
+            continue
+        stack = "%s %s" % (label, tests[measure])
+        if measure.startswith("lat"):
+            rows[(measure, stack, int(size))] = (lat, pct)
+        elif pct == 50.0:
+            # ucx_perftest's MB is 2^20 bytes.
+            rows[(measure, stack, int(size))] = (bw_mib * 1048576 / 1e9, None)
+    out = []
+    for (measure, stack, size), (v, p) in rows.items():
+        wait = "poll" if measure.startswith("lat") else "-"
+        if p is None:
+            out.append((measure, wait, stack, size, v, None))
+        elif p >= 99:
+            out.append((measure, wait, stack, size, None, v))
+        else:
+            out.append((measure, wait, stack, size, v, None))
+    return out
+
+
+def read_meta(work):
+    meta = {}
+    with open(os.path.join(work, "meta.txt")) as f:
+        for line in f:
+            if "=" in line:
+                k, v = line.rstrip("\n").split("=", 1)
+                meta[k] = v
+    return meta
+
+
+def collect(work):
+    """{(path, measure, wait, stack, size): {"median": [...], "p99": [...]}} and the runs."""
+    samples, runs = {}, []
+    with open(os.path.join(work, "manifest.tsv")) as f:
+        for line in f:
+            rep, path, kind, stack_id, size, rc, log, scmd, ccmd = line.rstrip("\n").split("\t")
+            runs.append({"rep": int(rep), "path": path, "kind": kind, "stack": stack_id,
+                         "size": size, "status": int(rc), "server": scmd, "client": ccmd})
+            try:
+                with open(log, errors="replace") as lf:
+                    text = lf.read()
+            except OSError:
+                continue
+            if kind == "floor":
+                rows = parse_floor(path, text)
+            elif kind == "fi":
+                rows = parse_fi(path, stack_id, int(size), text)
+            elif kind == "ucx":
+                rows = parse_ucx(stack_id, text)
+            else:
+                rows = []
+            for measure, wait, stack, sz, med, p99 in rows:
+                s = samples.setdefault((path, measure, wait, stack, sz), {"median": [], "p99": []})
+                if med is not None:
+                    s["median"].append(med)
+                if p99 is not None:
+                    s["p99"].append(p99)
+    return samples, runs
+
+
+def med(values):
+    return statistics.median(values) if values else None
+
+
+def fmt(v, unit):
+    if v is None:
+        return "n/a"
+    if unit == "cps":
+        return "%.0f" % v
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    if v >= 1:
+        return "%.2f" % v
+    return "%.3f" % v
+
+
+def size_label(size, measure):
+    if measure == "conn":
+        return "%d client%s" % (size, "" if size == 1 else "s concurrent")
+    if size >= 1 << 20 and size % (1 << 20) == 0:
+        return "%d MiB" % (size >> 20)
+    if size >= 1024 and size % 1024 == 0:
+        return "%d KiB" % (size >> 10)
+    return "%d B" % size
+
+
+WAIT_LABEL = {"poll": "polling", "block": "blocking", "-": "", "seq": "", "conc": ""}
+
+
+def table(results, path, measure, unit, better):
+    rows = [r for r in results if r["path"] == path and r["measure"] == measure and r["stack"] != "datd"]
+    if not rows:
+        return []
+    datd = {(r["wait"], r["size"]): r for r in results
+            if r["path"] == path and r["measure"] == measure and r["stack"] == "datd"}
+    ratio_note = "below 1: datd is faster" if better == "lower" else "above 1: datd is faster"
+    head = "| size | peer | wait | median | p99 | datd median | datd p99 | datd \u00f7 peer (median; %s) |" % ratio_note
+    if measure == "conn":
+        head = "| clients | peer | | conn/s | p99 \u00b5s per conn | datd conn/s | datd p99 | datd \u00f7 peer (%s) |" % ratio_note
+    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|"]
+    order = {}
+    for r in rows:
+        order.setdefault(r["stack"], len(order))
+    rows.sort(key=lambda r: (r["size"], r["wait"], order[r["stack"]]))
+    for r in rows:
+        d = datd.get((r["wait"], r["size"]))
+        dm = d["median"] if d else None
+        ratio = DASH
+        if dm is not None and r["median"]:
+            ratio = "%.2f" % (dm / r["median"])
+        p99_unit = "us" if measure == "conn" else unit
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            size_label(r["size"], measure), r["stack"], WAIT_LABEL.get(r["wait"], r["wait"]),
+            fmt(r["median"], unit), fmt(r["p99"], p99_unit),
+            fmt(dm, unit) if d else DASH, fmt(d["p99"], p99_unit) if d else DASH, ratio))
+    return lines
+
+
+def write_markdown(out, meta, notes, results, runs):
+    md = ["# datd benchmark results", "",
+          "Written by `bench/run-peers` (see bench/README.md); do not edit by hand. Reproduce with:",
+          "", "```sh", "sudo bench/run-peers%s" % (" --quick" if meta.get("quick") == "1" else ""), "```", ""]
+    if any("WARNING" in n for n in notes):
+        md += ["> **The machine was busy during this run: the numbers below are noisy.** "
+               "Compare ratios taken in the same run, and re-run on a quiet machine for the record.", ""]
+    md += ["## The machine", "",
+           "| | |", "|---|---|",
+           "| date (UTC) | %s |" % meta.get("date", "?"),
+           "| CPUs | %s \u00d7 %s |" % (meta.get("nproc", "?"), meta.get("cpu_model", "?")),
+           "| memory | %s |" % meta.get("memory", "?"),
+           "| kernel | %s |" % meta.get("kernel", "?"),
+           "| OS | %s |" % meta.get("os", "?"),
+           "| clock source | %s |" % meta.get("clocksource", "?"),
+           "| load average (1, 5, 15 min) before / after | %s / %s |" % (
+               meta.get("load_before", "?"), meta.get("load_after", "?")),
+           "| CPU time used by others just before / after | %s%% / %s%% |" % (
+               meta.get("cpu_busy_pct_before", "?"), meta.get("cpu_busy_pct_after", "?")),
+           "| server CPU, client CPU | %s |" % meta.get("cpus", "?"),
+           "| repetitions (median taken) | %s%s |" % (meta.get("reps", "?"),
+                                                      " (--quick: short runs)" if meta.get("quick") == "1" else ""),
+           "| libfabric-bin | %s |" % meta.get("version_libfabric-bin", "?"),
+           "| ucx-utils | %s |" % meta.get("version_ucx-utils", "?"),
+           ""]
+    if notes:
+        md += ["## Notes from the run", ""] + ["- %s" % n for n in notes] + [""]
+    md += ["## How to read the tables", "",
+           "- Latency is half a round trip; bandwidth is bytes \u00f7 time in GB/s (10^9 B/s).",
+           "- Each number is the median over the repetitions of each run's median (p99).",
+           "- `datd` columns stay \u201c" + DASH + "\u201d until `datbench` (bench/README.md) runs over libdat; "
+           "the ratio column is then datd \u00f7 that row's peer.",
+           "- fi_pingpong prints only the mean of the whole run (no percentiles): its p99 is n/a. "
+           "Its bandwidth rows are ping-pong (size \u00f7 half round trip), not streaming: the Debian "
+           "package ships no streaming test.",
+           "- ucx_perftest's percentiles are its own (`-R 50` and `-R 99` runs), over its last 2048 iterations; "
+           "its bandwidth has no p99.",
+           "- Bandwidth p99 is the bandwidth of the slowest 1% of operations (the slow tail).",
+           ""]
+    for path, path_title in PATHS:
+        body = []
+        for measure, title, unit, better in MEASURES:
+            t = table(results, path, measure, unit, better)
+            if t:
+                body += ["### %s" % title, ""] + t + [""]
+        if body:
+            md += ["## %s" % path_title[0].upper() + path_title[1:], ""] + body
+    md += ["## The exact commands", "",
+           "The floors are built by run-peers with:", "", "```", meta.get("floor_build", "?"), "```", "",
+           "Commands of the first repetition (`<bin>`: where run-peers built the floors; across hosts, the "
+           "namespaces are %s):" % meta.get("namespaces", "not made"), "", "```"]
+    bindir = None
+    for r in runs:
+        if r["rep"] != 1:
+            continue
+        for role in ("server", "client"):
+            cmd = r[role]
+            if not cmd:
+                continue
+            m = re.search(r"(/\S*/bin)/", cmd)
+            if m:
+                bindir = m.group(1)
+            if bindir:
+                cmd = cmd.replace(bindir, "<bin>")
+            md.append("%-6s %s" % (role + ":", cmd))
+    md += ["```", ""]
+    with open(out, "w") as f:
+        f.write("\n".join(md))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--json", required=True)
+    a = ap.parse_args()
+
+    meta = read_meta(a.work)
+    with open(os.path.join(a.work, "notes.txt")) as f:
+        notes = [n.strip() for n in f if n.strip()]
+    samples, runs = collect(a.work)
+    results = []
+    for (path, measure, wait, stack, size), s in sorted(samples.items(), key=lambda kv: str(kv[0])):
+        unit = next(u for m, _, u, _ in MEASURES if m == measure)
+        results.append({"path": path, "measure": measure, "wait": wait, "stack": stack, "size": size,
+                        "unit": unit, "median": med(s["median"]), "p99": med(s["p99"]),
+                        "reps_median": s["median"], "reps_p99": s["p99"]})
+    with open(a.json, "w") as f:
+        json.dump({"machine": meta, "notes": notes, "results": results, "runs": runs}, f, indent=1)
+        f.write("\n")
+    write_markdown(a.out, meta, notes, results, runs)
+    if not results:
+        print("results.py: no result was parsed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

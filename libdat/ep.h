@@ -1,0 +1,123 @@
+/* Endpoints (dat_ep_create(3DAT) and friends).
+ *
+ * An EP lives in the client: its attributes, its state and the objects it
+ * depends on (PZ, recv/request/connect EVDs, SRQ), each holding a `users`
+ * reference.  They are kept as handles, not pointers: an abrupt
+ * dat_ia_close() destroys children newest first, and dat_ep_modify() can
+ * point an EP at a PZ or EVD created after it, so the EP finds them again
+ * by lookup when it lets go.  datd holds a description of the EP
+ * (DATP_OBJ_EP, kept true with datd_object_update on every state or
+ * parameter change) for quotas and `datctl ep list`.
+ *
+ * The accessors below are the stable interface for the rest of libdat
+ * (dat_rmr_bind needs the EP's PZ and state; the connection and data-path
+ * issues drive the state and the DTO counters).  Fields that can change
+ * after creation (state, PZ, EVDs, attributes) change under
+ * dat_object_lock(); like every DAT implementation, libdat leaves it to the
+ * consumer not to free an EP while another thread still uses it. */
+#ifndef DATD_LIBDAT_EP_H
+#define DATD_LIBDAT_EP_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "libdat/handle.h"
+
+struct ia;
+
+struct ep {
+        struct dat_object obj;          /* parent: the IA it was created on */
+        uint32_t datd_id;               /* datd's id of its DATP_OBJ_EP description */
+        DAT_EP_STATE state;
+
+        DAT_PZ_HANDLE pz;               /* never DAT_HANDLE_NULL (users held) */
+        DAT_EVD_HANDLE recv_evd;        /* DAT_HANDLE_NULL for none (users held) */
+        DAT_EVD_HANDLE request_evd;
+        DAT_EVD_HANDLE connect_evd;
+        DAT_SRQ_HANDLE srq;             /* dat_ep_create_with_srq, else DAT_HANDLE_NULL */
+        DAT_EP_ATTR attr;               /* attr.srq_soft_hw is the soft high watermark */
+
+        /* dat_ep_set_watermark(3DAT): the hard high watermark
+         * (DAT_WATERMARK_INFINITE when unset), and whether each watermark
+         * is armed (an event fires once per setting). */
+        DAT_COUNT hard_high_watermark;
+        bool soft_hw_armed;
+        bool hard_hw_armed;
+        unsigned soft_hw_events;        /* events fired so far (ep_watermark_events) */
+        unsigned hard_hw_events;
+
+        /* Receive buffers at the EP not yet completed (posted to it, or
+         * taken from its SRQ), and outstanding requests (sends, RDMA, RMR
+         * binds).  Maintained by the data path; dat_ep_get_status reports
+         * idle at 0, dat_ep_recv_query reports recv_outstanding. */
+        DAT_COUNT recv_outstanding;
+        DAT_COUNT request_outstanding;
+
+        /* Set by the connection code: ports, and the peer's address
+         * (dat_ep_query reports remote_ia_address_ptr NULL while
+         * has_remote is false). */
+        DAT_PORT_QUAL local_port;
+        DAT_PORT_QUAL remote_port;
+        struct sockaddr_storage remote_address;
+        bool has_remote;
+};
+
+/* The EP a handle names, or NULL. */
+struct ep *ep_lookup(DAT_EP_HANDLE handle);
+
+/* The IA an EP was created on. */
+struct ia *ep_ia(const struct ep *ep);
+
+/* The EP's PZ handle. */
+DAT_PZ_HANDLE ep_pz_handle(const struct ep *ep);
+
+/* The EP's PZ object, or NULL if it is gone (abrupt close in progress). */
+struct dat_object *ep_pz_object(const struct ep *ep);
+
+/* The EP's current state. */
+DAT_EP_STATE ep_state(const struct ep *ep);
+
+/* Moves the EP to a new state and tells datd (for the connection and
+ * data-path code).  The local state changes regardless; returns what
+ * datd_object_update returned. */
+DAT_RETURN ep_set_state(struct ep *ep, DAT_EP_STATE state);
+
+/* The argument checks dat_ep_query and dat_ep_modify share: the EP handle
+ * (DAT_INVALID_HANDLE_EP), mask bits outside DAT_EP_FIELD_ALL (ARG2), a
+ * NULL ep_param with a non-zero mask (ARG3).  On DAT_SUCCESS *ep is the EP,
+ * or NULL for an empty mask: nothing to do. */
+DAT_RETURN ep_param_call(DAT_EP_HANDLE handle, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *param,
+                         struct ep **ep);
+
+/* Everything dat_ep_query(3DAT) reports.  Under dat_object_lock. */
+void ep_fill_param(const struct ep *ep, DAT_EP_PARAM *param);
+
+/* Sends datd the description of next: a copy of an EP with the changes
+ * about to be made to it (dat_ep_modify, dat_ep_reset tell datd first, so
+ * that a refusal changes nothing). */
+DAT_RETURN ep_update_datd(const struct ep *next);
+
+/* The DAT_INVALID_STATE error naming an EP state (DAT_INVALID_STATE_EP_*). */
+DAT_RETURN ep_invalid_state(DAT_EP_STATE state);
+
+/* For the data path, after recv_outstanding grew: fires the soft high
+ * watermark's asynchronous event (once per dat_ep_set_watermark) and the
+ * hard one's connection-broken handling when they are exceeded. */
+void ep_check_watermarks(struct ep *ep);
+
+/* How many high watermark events an EP fired (soft, hard): for tests and
+ * the trace until the EVD event path delivers them. */
+void ep_watermark_events(const struct ep *ep, unsigned *soft, unsigned *hard);
+
+/* TEST HOOK, not exported from libdat2.so.2: puts the EP named by handle in
+ * any state (connections come later; the unit tests link libdatcore and
+ * need every state to walk dat_ep_modify's table).  DAT_INVALID_HANDLE for a
+ * bad handle, DAT_INVALID_PARAMETER for a value that is no DAT_EP_STATE,
+ * else what ep_set_state returned. */
+DAT_RETURN ep_test_force_state(DAT_EP_HANDLE handle, DAT_EP_STATE state);
+
+/* TEST HOOK: sets the EP's outstanding DTO counters (then checks the
+ * watermarks, as the data path would). */
+DAT_RETURN ep_test_set_outstanding(DAT_EP_HANDLE handle, DAT_COUNT recv, DAT_COUNT request);
+
+#endif

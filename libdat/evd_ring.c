@@ -1,0 +1,367 @@
+/* The event ring of an EVD (see evd.h) and the data-path entry points:
+ * dat_evd_post_se, dat_evd_dequeue, dat_evd_wait, and evd_post for the
+ * transports.
+ *
+ * The ring is an array of qlen DAT_EVENTs, head the oldest, count queued,
+ * guarded by the EVD's spinlock: a producer holds it for one event copy,
+ * so producers on several threads only ever spin for a few hundred
+ * nanoseconds and never enter the kernel.  A consumer waiting for events
+ * registers as the EVD's waiter, polls the futex word briefly, then sleeps
+ * on it; a producer bumps the word when the waiter's threshold is met and
+ * makes the wake-up system call only if the waiter really sleeps.
+ *
+ * Error codes where the man pages leave room (all with DAT_CLASS_ERROR):
+ * - dat_evd_post_se on an EVD created without DAT_EVD_SOFTWARE_FLAG ->
+ *   DAT_INVALID_PARAMETER | DAT_INVALID_ARG1 (the EVD takes no software
+ *   event stream); an event that is not DAT_SOFTWARE_EVENT ->
+ *   DAT_INVALID_PARAMETER | DAT_INVALID_ARG2.
+ * - dat_evd_dequeue, dat_evd_wait while another thread waits:
+ *   DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_WAITER; dat_evd_wait on an
+ *   unwaitable EVD: DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE; a
+ *   threshold above 1 while endpoints feeding it let the consumer control
+ *   notification: DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_CONFIG_NOTIFY or
+ *   _CONFIG_SOLICITED.
+ * - dat_evd_wait's nmore may be NULL (the snapshot is then not returned);
+ *   a NULL event is DAT_INVALID_PARAMETER | DAT_INVALID_ARG4. */
+#include "config.h"
+
+#include "libdat/evd.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libdat/cno.h"
+#include "libdat/evd_wait.h"
+#include "libdat/ia.h"
+
+struct evd *evd_alloc(DAT_COUNT qlen, DAT_EVD_FLAGS flags)
+{
+        struct evd *evd = calloc(1, sizeof(*evd));
+
+        if (!evd)
+                return NULL;
+        evd->ring = calloc((size_t)qlen, sizeof(*evd->ring));
+        if (!evd->ring) {
+                free(evd);
+                return NULL;
+        }
+        pthread_spin_init(&evd->lock, PTHREAD_PROCESS_PRIVATE);
+        evd->qlen = qlen;
+        evd->flags = flags;
+        evd->enabled = true;
+        return evd;
+}
+
+void evd_release(struct evd *evd)
+{
+        if (!evd)
+                return;
+        pthread_spin_destroy(&evd->lock);
+        free(evd->ring);
+        free(evd);
+}
+
+/* Takes the oldest event.  Under evd->lock, count > 0. */
+static void ring_pop_locked(struct evd *evd, DAT_EVENT *out)
+{
+        *out = evd->ring[evd->head];
+        evd->head = evd->head + 1 == (uint32_t)evd->qlen ? 0 : evd->head + 1;
+        evd->count--;
+        /* Room again: the next loss is a new overflow worth reporting. */
+        evd->overflowed = false;
+}
+
+DAT_RETURN evd_ring_resize(struct evd *evd, DAT_COUNT qlen)
+{
+        DAT_EVENT *ring = calloc((size_t)qlen, sizeof(*ring)), *old;
+        DAT_RETURN ret = DAT_SUCCESS;
+
+        if (!ring)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        pthread_spin_lock(&evd->lock);
+        if (evd->count > (uint32_t)qlen)
+                /* dat_evd_resize(3DAT): more events queued than the new length */
+                ret = DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
+        else if (evd->waiter && evd->wait_threshold > (uint32_t)qlen)
+                ret = DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
+        if (ret != DAT_SUCCESS) {
+                pthread_spin_unlock(&evd->lock);
+                free(ring);
+                return ret;
+        }
+        for (uint32_t i = 0, slot = evd->head; i < evd->count; i++) {
+                ring[i] = evd->ring[slot];
+                slot = slot + 1 == (uint32_t)evd->qlen ? 0 : slot + 1;
+        }
+        old = evd->ring;
+        evd->ring = ring;
+        evd->head = 0;
+        evd->qlen = qlen;
+        pthread_spin_unlock(&evd->lock);
+        free(old);
+        return DAT_SUCCESS;
+}
+
+/* Queues one event; see evd_post.  With refuse_when_full (dat_evd_post_se)
+ * a full ring is no overflow; otherwise *overflow_news tells whether this
+ * loss starts an overflow that must be reported. */
+static DAT_RETURN ring_push(struct evd *evd, const DAT_EVENT *event, bool notify,
+                            bool refuse_when_full, bool *overflow_news, struct cno_notice *notice)
+{
+        DAT_EVENT *slot;
+        uint32_t tail;
+        bool wake = false;
+
+        pthread_spin_lock(&evd->lock);
+        if (_unlikely_(evd->dying)) {
+                pthread_spin_unlock(&evd->lock);
+                return DAT_ERR(DAT_ABORT, DAT_NO_SUBTYPE);
+        }
+        if (_unlikely_(evd->count == (uint32_t)evd->qlen)) {
+                if (!refuse_when_full) {
+                        *overflow_news = !evd->overflowed;
+                        evd->overflowed = true;
+                }
+                pthread_spin_unlock(&evd->lock);
+                return DAT_ERR(DAT_QUEUE_FULL, DAT_NO_SUBTYPE);
+        }
+        tail = evd->head + evd->count;
+        if (tail >= (uint32_t)evd->qlen)
+                tail -= (uint32_t)evd->qlen;
+        slot = &evd->ring[tail];
+        *slot = *event;
+        slot->evd_handle = evd->obj.handle;
+        evd->count++;
+        if (notify) {
+                /* dat_evd_wait(3DAT): a waiter owns the EVD; its CNO is not
+                 * triggered.  dat_evd_enable(3DAT): only an enabled EVD
+                 * triggers its CNO. */
+                if (evd->waiter) {
+                        if (evd->count >= evd->wait_threshold)
+                                wake = evd_kick_waiter_locked(evd);
+                } else if (evd->enabled && evd->cno) {
+                        cno_trigger(evd->cno, evd->obj.handle, notice);
+                }
+        }
+        pthread_spin_unlock(&evd->lock);
+        if (wake)
+                dat_word_wake_all(&evd->wake_seq);
+        return DAT_SUCCESS;
+}
+
+/* The async EVD of the IA an EVD belongs to, or NULL (none, or
+ * DAT_EVD_ASYNC_EXISTS).  Under dat_object_lock(), which keeps it alive. */
+static struct evd *ia_async_evd_locked(const struct evd *evd)
+{
+        const struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
+
+        if (ia->own_async_evd)
+                return ia->own_async_evd;
+        return ia->borrowed_async_evd ? evd_lookup(ia->borrowed_async_evd) : NULL;
+}
+
+/* Delivers DAT_ASYNC_ERROR_EVD_OVERFLOW about evd to its IA's async EVD.
+ * An async EVD's own overflow cannot be reported (there is nowhere to):
+ * the push into itself, still full, only leaves it marked. */
+static void report_overflow(struct evd *evd)
+{
+        DAT_EVENT event = {
+                .event_number = DAT_ASYNC_ERROR_EVD_OVERFLOW,
+                .event_data.asynch_error_event_data = {
+                        .dat_handle = evd->obj.handle,
+                        .reason = DAT_EVD_OVERFLOW_ERROR,
+                },
+        };
+        struct cno_notice notice = { .evd = DAT_HANDLE_NULL };
+        struct evd *async;
+        bool async_overflow;
+
+        dat_object_lock();
+        async = ia_async_evd_locked(evd);
+        if (async)
+                ring_push(async, &event, true, false, &async_overflow, &notice);
+        dat_object_unlock();
+        cno_notice_run(&notice);
+}
+
+DAT_RETURN evd_post(struct evd *evd, const DAT_EVENT *event, bool notify)
+{
+        struct cno_notice notice = { .evd = DAT_HANDLE_NULL };
+        bool overflow_news = false;
+        DAT_RETURN ret;
+
+        ret = ring_push(evd, event, notify, false, &overflow_news, &notice);
+        cno_notice_run(&notice);
+        if (_unlikely_(overflow_news))
+                report_overflow(evd);
+        return ret;
+}
+
+DAT_RETURN evd_post_event(struct evd *evd, const DAT_EVENT *event)
+{
+        return evd_post(evd, event, true);
+}
+
+/* dat_evd_post_se(3DAT): a full queue refuses the event (DAT_QUEUE_FULL)
+ * and is no overflow: the async EVD hears nothing.  Only the event number
+ * and the consumer's pointer are taken. */
+_public_ DAT_RETURN dat_evd_post_se(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *event)
+{
+        struct evd *evd = evd_lookup(evd_handle);
+        struct cno_notice notice = { .evd = DAT_HANDLE_NULL };
+        DAT_EVENT copy = { .event_number = DAT_SOFTWARE_EVENT };
+        DAT_RETURN ret;
+
+        if (!evd)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
+        if (!(evd->flags & DAT_EVD_SOFTWARE_FLAG))
+                return DAT_ERR_ARG(1);
+        if (!event || event->event_number != DAT_SOFTWARE_EVENT)
+                return DAT_ERR_ARG(2);
+        copy.event_data.software_event_data.pointer = event->event_data.software_event_data.pointer;
+        ret = ring_push(evd, &copy, true, true, NULL, &notice);
+        cno_notice_run(&notice);
+        return ret;
+}
+
+/* dat_evd_dequeue(3DAT) */
+_public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
+{
+        struct evd *evd = evd_lookup(evd_handle);
+        DAT_RETURN ret = DAT_SUCCESS;
+
+        if (!evd)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
+        if (!event)
+                return DAT_ERR_ARG(2);
+        pthread_spin_lock(&evd->lock);
+        if (evd->waiter)
+                /* dat_evd_dequeue(3DAT): a thread blocked in dat_evd_wait owns it */
+                ret = DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
+        else if (evd->count == 0)
+                ret = DAT_ERR(DAT_QUEUE_EMPTY, DAT_NO_SUBTYPE);
+        else
+                ring_pop_locked(evd, event);
+        pthread_spin_unlock(&evd->lock);
+        return ret;
+}
+
+/* Whether a dat_evd_wait for threshold events may proceed.  Under evd->lock. */
+static DAT_RETURN wait_admit_locked(const struct evd *evd, DAT_COUNT threshold)
+{
+        /* dat_evd_wait(3DAT): threshold larger than the queue length */
+        if (threshold > evd->qlen)
+                return DAT_ERR_ARG(3);
+        /* dat_evd_set_unwaitable(3DAT): waits fail synchronously */
+        if (evd->unwaitable)
+                return DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_UNWAITABLE);
+        /* dat_evd_wait(3DAT): one waiter at a time */
+        if (evd->waiter)
+                return DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
+        /* dat_evd_wait(3DAT): consumer-controlled notification needs threshold 1 */
+        if (threshold > 1 && evd->solicited_feeds)
+                return DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_CONFIG_SOLICITED);
+        if (threshold > 1 && evd->unsignalled_feeds)
+                return DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_CONFIG_NOTIFY);
+        return DAT_SUCCESS;
+}
+
+/* How a blocked dat_evd_wait ends after waking up (sleep_result: what
+ * dat_word_sleep returned), or DAT_SUCCESS with *done false to keep
+ * waiting.  A timeout wins over what did not wake the waiter in time; the
+ * events it waited for win over the timeout.  Under evd->lock. */
+static DAT_RETURN wait_outcome_locked(struct evd *evd, int sleep_result, DAT_EVENT *event,
+                                      bool *done)
+{
+        bool ready = evd->count >= evd->wait_threshold && !evd->unwaitable && !evd->dying;
+
+        *done = true;
+        if (ready) {
+                ring_pop_locked(evd, event);
+                return DAT_SUCCESS;
+        }
+        if (sleep_result == ETIMEDOUT)
+                return DAT_ERR(DAT_TIMEOUT_EXPIRED, DAT_NO_SUBTYPE);
+        /* dat_evd_wait(3DAT): the EVD was destroyed -> DAT_ABORT */
+        if (evd->dying)
+                return DAT_ERR(DAT_ABORT, DAT_NO_SUBTYPE);
+        /* dat_evd_set_unwaitable(3DAT): blocked threads return DAT_INVALID_STATE */
+        if (evd->unwaitable)
+                return DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_UNWAITABLE);
+        /* dat_evd_wait(3DAT): interrupted by a signal -> DAT_INTERRUPTED_CALL */
+        if (sleep_result == EINTR)
+                return DAT_ERR(DAT_INTERRUPTED_CALL, DAT_NO_SUBTYPE);
+        *done = false;
+        return DAT_SUCCESS;
+}
+
+/* The blocking part of dat_evd_wait: evd->waiter is set, seen is the
+ * futex word read when it was. */
+static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline,
+                               DAT_EVENT *event, DAT_COUNT *nmore)
+{
+        DAT_RETURN ret;
+        bool done;
+        int r = 0;
+
+        dat_word_spin(&evd->wake_seq, seen);
+        pthread_spin_lock(&evd->lock);
+        for (;;) {
+                ret = wait_outcome_locked(evd, r, event, &done);
+                if (done)
+                        break;
+                seen = evd->wake_seq;
+                evd->waiter_sleeps = true;
+                pthread_spin_unlock(&evd->lock);
+                r = dat_word_sleep(&evd->wake_seq, seen, deadline);
+                pthread_spin_lock(&evd->lock);
+                evd->waiter_sleeps = false;
+        }
+        if (nmore)
+                *nmore = (DAT_COUNT)evd->count;
+        /* The last touch: evd_destroy may free the EVD once it sees this. */
+        evd->waiter = false;
+        pthread_spin_unlock(&evd->lock);
+        return ret;
+}
+
+/* dat_evd_wait(3DAT) */
+_public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
+                                 DAT_COUNT threshold, DAT_EVENT *event, DAT_COUNT *n_more_events)
+{
+        struct evd *evd = evd_lookup(evd_handle);
+        struct dat_deadline deadline;
+        DAT_RETURN ret;
+        uint32_t seen;
+
+        if (!evd)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
+        /* dat_evd_wait(3DAT): a non-positive threshold is invalid */
+        if (threshold <= 0)
+                return DAT_ERR_ARG(3);
+        if (!event)
+                return DAT_ERR_ARG(4);
+        dat_deadline_start(&deadline, timeout);
+        pthread_spin_lock(&evd->lock);
+        ret = wait_admit_locked(evd, threshold);
+        if (ret == DAT_SUCCESS && evd->count < (uint32_t)threshold && timeout != 0) {
+                /* dat_evd_wait(3DAT): a consumer blocked here owns the EVD */
+                evd->waiter = true;
+                evd->wait_threshold = (uint32_t)threshold;
+                seen = evd->wake_seq;
+                pthread_spin_unlock(&evd->lock);
+                return wait_blocked(evd, seen, &deadline, event, n_more_events);
+        }
+        if (ret == DAT_SUCCESS) {
+                /* Nothing to wait for, or no time to: the EVD is never owned. */
+                if (evd->count >= (uint32_t)threshold)
+                        ring_pop_locked(evd, event);
+                else
+                        ret = DAT_ERR(DAT_TIMEOUT_EXPIRED, DAT_NO_SUBTYPE);
+                if (n_more_events)
+                        *n_more_events = (DAT_COUNT)evd->count;
+        }
+        pthread_spin_unlock(&evd->lock);
+        return ret;
+}

@@ -1,0 +1,42 @@
+/* Sleeping until a 32-bit word changes: the primitive under dat_evd_wait
+ * and dat_cno_wait.  A sleeper reads the word under its object's lock,
+ * drops the lock and sleeps while the word still holds what it read; a
+ * waker changes the word under the lock and, only when someone sleeps,
+ * wakes the word's sleepers.  On Linux this is a private futex: sleeping
+ * costs no CPU, and nobody makes a system call while no one sleeps. */
+#ifndef DATD_LIBDAT_EVD_WAIT_H
+#define DATD_LIBDAT_EVD_WAIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "libdat/libdat.h"
+
+/* When a DAT timeout (microseconds, or DAT_TIMEOUT_INFINITE) runs out, on
+ * CLOCK_MONOTONIC. */
+struct dat_deadline {
+        bool infinite;
+        struct timespec at;
+};
+
+void dat_deadline_start(struct dat_deadline *d, DAT_TIMEOUT timeout_us);
+
+/* Polls *word for a short bounded time (a few microseconds) before a
+ * caller commits to sleeping; true as soon as it differs from seen. */
+bool dat_word_spin(const uint32_t *word, uint32_t seen);
+
+/* Sleeps while *word == seen, until woken or the deadline.  Returns 0 when
+ * woken or the word had already changed (or spuriously: callers recheck),
+ * ETIMEDOUT when the deadline passed, EINTR when a signal handler ran. */
+int dat_word_sleep(uint32_t *word, uint32_t seen, const struct dat_deadline *d);
+
+/* Wakes every thread sleeping on word. */
+void dat_word_wake_all(uint32_t *word);
+
+/* Sleeps a short while (100 µs): for a destroyer that has told the threads
+ * still inside a wait call to leave and checks, under the object's lock,
+ * until they have, so that it never frees the object under them. */
+void dat_nap(void);
+
+#endif
