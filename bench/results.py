@@ -230,7 +230,8 @@ def size_label(size, measure):
     return "%d B" % size
 
 
-WAIT_LABEL = {"poll": "polling", "block": "blocking", "-": "", "seq": "", "conc": ""}
+WAIT_LABEL = {"poll": "polling", "block": "blocking", "-": ""}
+WAIT_ORDER = {"poll": 0, "-": 0, "seq": 0, "block": 1, "conc": 1}
 
 
 def table(results, path, measure, unit, better):
@@ -240,32 +241,41 @@ def table(results, path, measure, unit, better):
     datd = {(r["wait"], r["size"]): r for r in results
             if r["path"] == path and r["measure"] == measure and r["stack"] == "datd"}
     ratio_note = "below 1: datd is faster" if better == "lower" else "above 1: datd is faster"
-    head = "| size | peer | wait | median | p99 | datd median | datd p99 | datd \u00f7 peer (median; %s) |" % ratio_note
-    if measure == "conn":
-        head = "| clients | peer | | conn/s | p99 \u00b5s per conn | datd conn/s | datd p99 | datd \u00f7 peer (%s) |" % ratio_note
-    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|"]
+    conn = measure == "conn"
+    if conn:
+        lines = ["| clients | peer | conn/s | p99 \u00b5s per conn | datd conn/s | datd p99 | datd \u00f7 peer (%s) |"
+                 % ratio_note, "|---|---|--:|--:|--:|--:|--:|"]
+    else:
+        lines = ["| size | peer | wait | median | p99 | datd median | datd p99 | datd \u00f7 peer (median; %s) |"
+                 % ratio_note, "|---|---|---|--:|--:|--:|--:|--:|"]
     order = {}
     for r in rows:
         order.setdefault(r["stack"], len(order))
-    rows.sort(key=lambda r: (r["size"], r["wait"], order[r["stack"]]))
+    rows.sort(key=lambda r: (r["size"], WAIT_ORDER.get(r["wait"], 9), order[r["stack"]]))
+    p99_unit = "us" if conn else unit
     for r in rows:
         d = datd.get((r["wait"], r["size"]))
         dm = d["median"] if d else None
         ratio = DASH
         if dm is not None and r["median"]:
             ratio = "%.2f" % (dm / r["median"])
-        p99_unit = "us" if measure == "conn" else unit
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            size_label(r["size"], measure), r["stack"], WAIT_LABEL.get(r["wait"], r["wait"]),
-            fmt(r["median"], unit), fmt(r["p99"], p99_unit),
-            fmt(dm, unit) if d else DASH, fmt(d["p99"], p99_unit) if d else DASH, ratio))
+        p99 = fmt(r["p99"], p99_unit)
+        # Latency percentiles taken from separate runs (ucx_perftest) can cross on a busy machine.
+        if better == "lower" and r["p99"] is not None and r["median"] is not None and r["p99"] < r["median"]:
+            p99 += " *"
+        cells = [size_label(r["size"], measure), r["stack"]]
+        if not conn:
+            cells.append(WAIT_LABEL.get(r["wait"], r["wait"]))
+        cells += [fmt(r["median"], unit), p99, fmt(dm, unit) if d else DASH,
+                  fmt(d["p99"], p99_unit) if d else DASH, ratio]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def write_markdown(out, meta, notes, results, runs):
+def write_markdown(out, work, meta, notes, results, runs):
     md = ["# datd benchmark results", "",
           "Written by `bench/run-peers` (see bench/README.md); do not edit by hand. Reproduce with:",
-          "", "```sh", "sudo bench/run-peers%s" % (" --quick" if meta.get("quick") == "1" else ""), "```", ""]
+          "", "```sh", "bench/run-peers%s    # as root" % (" --quick" if meta.get("quick") == "1" else ""), "```", ""]
     if any("WARNING" in n for n in notes):
         md += ["> **The machine was busy during this run: the numbers below are noisy.** "
                "Compare ratios taken in the same run, and re-run on a quiet machine for the record.", ""]
@@ -277,10 +287,9 @@ def write_markdown(out, meta, notes, results, runs):
            "| kernel | %s |" % meta.get("kernel", "?"),
            "| OS | %s |" % meta.get("os", "?"),
            "| clock source | %s |" % meta.get("clocksource", "?"),
-           "| load average (1, 5, 15 min) before / after | %s / %s |" % (
+           "| load average (1, 5, 15 min) before / after (after counts the run itself) | %s / %s |" % (
                meta.get("load_before", "?"), meta.get("load_after", "?")),
-           "| CPU time used by others just before / after | %s%% / %s%% |" % (
-               meta.get("cpu_busy_pct_before", "?"), meta.get("cpu_busy_pct_after", "?")),
+           "| CPU time used by others, over 1 s while nothing of ours ran | %s |" % meta.get("cpu_busy_pct", "?"),
            "| server CPU, client CPU | %s |" % meta.get("cpus", "?"),
            "| repetitions (median taken) | %s%s |" % (meta.get("reps", "?"),
                                                       " (--quick: short runs)" if meta.get("quick") == "1" else ""),
@@ -297,8 +306,12 @@ def write_markdown(out, meta, notes, results, runs):
            "- fi_pingpong prints only the mean of the whole run (no percentiles): its p99 is n/a. "
            "Its bandwidth rows are ping-pong (size \u00f7 half round trip), not streaming: the Debian "
            "package ships no streaming test.",
-           "- ucx_perftest's percentiles are its own (`-R 50` and `-R 99` runs), over its last 2048 iterations; "
-           "its bandwidth has no p99.",
+           "- ucx_perftest's percentiles are its own, over its last 2048 iterations, from two separate runs "
+           "(`-R 50`, `-R 99`); on a busy machine the p99 can come out below the median (marked *). "
+           "Its bandwidth has no p99.",
+           "- ucx_perftest allocates its buffers through UCX, which puts them in shared memory on the posix "
+           "transport: its RDMA write/read rows are then a plain memcpy into the peer's mapping, not a "
+           "cross-memory-attach copy into an arbitrary user buffer.",
            "- Bandwidth p99 is the bandwidth of the slowest 1% of operations (the slow tail).",
            ""]
     for path, path_title in PATHS:
@@ -309,25 +322,26 @@ def write_markdown(out, meta, notes, results, runs):
                 body += ["### %s" % title, ""] + t + [""]
         if body:
             md += ["## %s" % path_title[0].upper() + path_title[1:], ""] + body
+    work = os.path.abspath(work)
     md += ["## The exact commands", "",
-           "The floors are built by run-peers with:", "", "```", meta.get("floor_build", "?"), "```", "",
-           "Commands of the first repetition (`<bin>`: where run-peers built the floors; across hosts, the "
-           "namespaces are %s):" % meta.get("namespaces", "not made"), "", "```"]
-    bindir = None
+           "The floors are built by run-peers, from the top of the tree, with:", "",
+           "```", meta.get("floor_build", "?"), "```", "",
+           "Commands of the first repetition, servers started first (`<work>`: run-peers' temporary directory; "
+           "across hosts, the namespaces are %s):" % meta.get("namespaces", "not made"), "", "```"]
     for r in runs:
         if r["rep"] != 1:
             continue
         for role in ("server", "client"):
-            cmd = r[role]
-            if not cmd:
-                continue
-            m = re.search(r"(/\S*/bin)/", cmd)
-            if m:
-                bindir = m.group(1)
-            if bindir:
-                cmd = cmd.replace(bindir, "<bin>")
-            md.append("%-6s %s" % (role + ":", cmd))
+            if r[role]:
+                md.append("%-7s %s" % (role + ":", r[role].replace(work, "<work>")))
     md += ["```", ""]
+    for batch in ("ucx-lat.batch", "ucx-bw.batch"):
+        try:
+            with open(os.path.join(work, batch)) as f:
+                md += ["`<work>/%s` (ucx_perftest -b: label, then the test's options):" % batch, "",
+                       "```", f.read().rstrip("\n"), "```", ""]
+        except OSError:
+            pass
     with open(out, "w") as f:
         f.write("\n".join(md))
 
@@ -352,7 +366,7 @@ def main():
     with open(a.json, "w") as f:
         json.dump({"machine": meta, "notes": notes, "results": results, "runs": runs}, f, indent=1)
         f.write("\n")
-    write_markdown(a.out, meta, notes, results, runs)
+    write_markdown(a.out, a.work, meta, notes, results, runs)
     if not results:
         print("results.py: no result was parsed", file=sys.stderr)
         return 1

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,6 +197,13 @@ int sock_write_full(int fd, const void *buf, size_t len, bool busy)
         return 0;
 }
 
+size_t sock_buffer_size(const struct sock_setup *s, const struct bench_opts *o)
+{
+        size_t m = bench_max_size(o);
+
+        return s->role == ROLE_SERVER && m < (64u << 20) ? 64u << 20 : m;
+}
+
 struct server_child {
         int listen_fd;
         int (*server)(int listen_fd, void *arg);
@@ -239,6 +247,9 @@ static int run_local(struct sock_setup *s, const struct bench_opts *o,
         if (bench_pin(o->cpu[1]) < 0)
                 bench_die("cannot pin to CPU %d", o->cpu[1]);
         r = client(&a, arg);
+        /* A client that gave up may have left the server waiting in accept(). */
+        if (r != 0)
+                kill(pid, SIGTERM);
         rs = bench_reap(pid);
         if (s->family == AF_UNIX) {
                 unlink(path);

@@ -51,6 +51,10 @@ int sock_setup_parse(struct sock_setup *s, int opt, const char *arg);
 /* "tcp" or "unix", for the output lines. */
 const char *sock_family_name(int family);
 
+/* The message buffer a role needs: the largest of --sizes, but 64 MiB for a
+ * lone server, which learns the sizes only from its client. */
+size_t sock_buffer_size(const struct sock_setup *s, const struct bench_opts *o);
+
 /* Runs the roles: the server function gets the listening socket and runs
  * pinned to o->cpu[0]; the client function gets the address to connect to
  * and runs pinned to o->cpu[1].  Returns the exit status to use. */

@@ -125,6 +125,63 @@ int bench_opts_parse_common(struct bench_opts *o, int opt, const char *arg)
         return 0;
 }
 
+int bench_parse_args(int argc, char **argv, struct bench_opts *o, const char *shortopts,
+                     const struct option *longopts, int (*extra)(int opt, const char *arg, void *ud),
+                     void *ud, void (*usage)(const char *prog))
+{
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+                r = bench_opts_parse_common(o, opt, optarg);
+                if (r == 0 && opt != 'h' && opt != '?' && extra)
+                        r = extra(opt, optarg, ud);
+                if (r < 0)
+                        return -1;
+                if (r > 0)
+                        continue;
+                usage(argv[0]);
+                return opt == 'h' ? 1 : -1;
+        }
+        if (optind < argc) {
+                fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
+                return -1;
+        }
+        return 0;
+}
+
+int bench_parse_modes(const char *arg, bool *busy, bool *block)
+{
+        char buf[64], *save = NULL, *tok;
+
+        *busy = *block = false;
+        if (strlen(arg) >= sizeof(buf))
+                goto bad;
+        strcpy(buf, arg);
+        for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (strcmp(tok, "busy") == 0)
+                        *busy = true;
+                else if (strcmp(tok, "block") == 0)
+                        *block = true;
+                else
+                        goto bad;
+        }
+        if (*busy || *block)
+                return 1;
+bad:
+        fprintf(stderr, "bad --modes '%s' (busy, block or busy,block)\n", arg);
+        return -1;
+}
+
+size_t bench_max_size(const struct bench_opts *o)
+{
+        size_t m = 0;
+
+        for (unsigned i = 0; i < o->n_sizes; i++)
+                if (o->sizes[i] > m)
+                        m = o->sizes[i];
+        return m;
+}
+
 bool bench_until(uint64_t done, uint64_t max_iters, double max_seconds, uint64_t start_ns)
 {
         if (done >= max_iters)

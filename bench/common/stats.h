@@ -9,6 +9,7 @@
 #ifndef DATD_BENCH_STATS_H
 #define DATD_BENCH_STATS_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,21 @@ void bench_opts_init(struct bench_opts *o, const char *sizes_default, uint64_t i
 /* Handles one of the common options.  Returns 1 if it was one, 0 if not,
  * -1 (after printing why) if its argument is wrong. */
 int bench_opts_parse_common(struct bench_opts *o, int opt, const char *arg);
+
+/* The whole command line: the common options, then the program's own through
+ * extra(opt, arg, ud) (1: taken, 0: unknown, -1: bad argument, already said);
+ * usage(prog) for --help and for anything unknown.  Returns 0 to go on, 1
+ * after --help (exit 0), -1 on a wrong command line (exit 2). */
+int bench_parse_args(int argc, char **argv, struct bench_opts *o, const char *shortopts,
+                     const struct option *longopts, int (*extra)(int opt, const char *arg, void *ud),
+                     void *ud, void (*usage)(const char *prog));
+
+/* -m/--modes: "busy", "block" or both, comma-separated.  Returns 1, or -1
+ * after saying what is wrong. */
+int bench_parse_modes(const char *arg, bool *busy, bool *block);
+
+/* The largest of o->sizes. */
+size_t bench_max_size(const struct bench_opts *o);
 
 /* "64K" -> 65536; returns false on garbage. */
 bool bench_parse_size(const char *s, size_t *out);

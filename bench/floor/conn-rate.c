@@ -253,6 +253,21 @@ static int client(const struct sock_addr *a, void *arg)
         return r == 0 ? 0 : 1;
 }
 
+static int parse_opt(int opt, const char *arg, void *ud)
+{
+        struct rate *rate = ud;
+        size_t clients;
+
+        if (opt != 'k')
+                return sock_setup_parse(&rate->setup, opt, arg);
+        if (bench_parse_size(arg, &clients) && clients <= 256) {
+                rate->clients = (unsigned)clients;
+                return 1;
+        }
+        fprintf(stderr, "bad --clients '%s' (1 to 256)\n", arg);
+        return -1;
+}
+
 static void usage(const char *prog)
 {
         printf("Usage: %s [OPTIONS]\n"
@@ -272,25 +287,12 @@ int main(int argc, char **argv)
                 {}
         };
         struct rate rate = { .setup.family = AF_INET, .clients = 8 };
-        size_t clients;
-        int opt, r;
+        int r;
 
         bench_opts_init(&rate.opts, "64", 50000, 200, 1.0);
-        while ((opt = getopt_long(argc, argv, BENCH_COMMON_SHORTOPTS SOCK_SHORTOPTS "k:", longopts,
-                                  NULL)) != -1) {
-                r = bench_opts_parse_common(&rate.opts, opt, optarg);
-                if (r == 0)
-                        r = sock_setup_parse(&rate.setup, opt, optarg);
-                if (r < 0)
-                        return 2;
-                if (r > 0)
-                        continue;
-                if (opt == 'k' && bench_parse_size(optarg, &clients) && clients <= 256) {
-                        rate.clients = (unsigned)clients;
-                        continue;
-                }
-                usage(argv[0]);
-                return opt == 'h' ? 0 : 2;
-        }
+        r = bench_parse_args(argc, argv, &rate.opts, BENCH_COMMON_SHORTOPTS SOCK_SHORTOPTS "k:", longopts,
+                             parse_opt, &rate, usage);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
         return sock_run(&rate.setup, &rate.opts, serve, client, &rate);
 }

@@ -119,14 +119,12 @@ static void usage(const char *prog)
                prog);
 }
 
-static size_t max_size(const struct bench_opts *o)
+static int parse_opt(int opt, const char *arg, void *ud)
 {
-        size_t m = 0;
-
-        for (unsigned i = 0; i < o->n_sizes; i++)
-                if (o->sizes[i] > m)
-                        m = o->sizes[i];
-        return m;
+        if (opt != 'k')
+                return 0;
+        *(const char **)ud = arg;
+        return 1;
 }
 
 int main(int argc, char **argv)
@@ -141,25 +139,16 @@ int main(int argc, char **argv)
         struct copier c = {};
         struct target t;
         struct samples s;
-        int ready[2], quit[2], opt, r;
+        int ready[2], quit[2], r;
         size_t size;
 
         bench_opts_init(&o, "64K,1M,16M", 100000, 20, 1.0);
-        while ((opt = getopt_long(argc, argv, BENCH_COMMON_SHORTOPTS "k:", longopts, NULL)) != -1) {
-                r = bench_opts_parse_common(&o, opt, optarg);
-                if (r < 0)
-                        return 2;
-                if (r > 0)
-                        continue;
-                if (opt == 'k') {
-                        kinds = optarg;
-                } else {
-                        usage(argv[0]);
-                        return opt == 'h' ? 0 : 2;
-                }
-        }
+        r = bench_parse_args(argc, argv, &o, BENCH_COMMON_SHORTOPTS "k:", longopts, parse_opt, &kinds,
+                             usage);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
 
-        size = max_size(&o);
+        size = bench_max_size(&o);
         c.src = malloc(size);
         c.dst = malloc(size);
         if (!c.src || !c.dst || samples_init(&s, o.iters) < 0)

@@ -166,6 +166,17 @@ static void *map_shared(size_t len)
         return p;
 }
 
+struct modes {
+        bool busy, block;
+};
+
+static int parse_opt(int opt, const char *arg, void *ud)
+{
+        struct modes *m = ud;
+
+        return opt == 'm' ? bench_parse_modes(arg, &m->busy, &m->block) : 0;
+}
+
 static void usage(const char *prog)
 {
         printf("Usage: %s [OPTIONS]\n"
@@ -183,40 +194,22 @@ int main(int argc, char **argv)
                 {}
         };
         struct bench_opts o;
-        bool want_busy = true, want_block = true;
+        struct modes modes = { .busy = true, .block = true };
         struct pair pair;
         struct client client = { .pair = &pair };
         struct samples s;
         size_t area_len;
         unsigned char *base;
         pid_t pid;
-        int opt, r;
+        int r;
 
         bench_opts_init(&o, "8,64,1K,4K,64K,1M", 100000, 1000, 1.0);
-        while ((opt = getopt_long(argc, argv, BENCH_COMMON_SHORTOPTS "m:", longopts, NULL)) != -1) {
-                r = bench_opts_parse_common(&o, opt, optarg);
-                if (r < 0)
-                        return 2;
-                if (r > 0)
-                        continue;
-                if (opt == 'h') {
-                        usage(argv[0]);
-                        return 0;
-                } else if (opt == 'm') {
-                        want_busy = strstr(optarg, "busy") != NULL;
-                        want_block = strstr(optarg, "block") != NULL;
-                } else {
-                        usage(argv[0]);
-                        return 2;
-                }
-        }
-        if (!want_busy && !want_block)
-                bench_die("nothing to do: --modes wants busy and/or block");
+        r = bench_parse_args(argc, argv, &o, BENCH_COMMON_SHORTOPTS "m:", longopts, parse_opt, &modes,
+                             usage);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
 
-        pair.max_size = 0;
-        for (unsigned i = 0; i < o.n_sizes; i++)
-                if (o.sizes[i] > pair.max_size)
-                        pair.max_size = o.sizes[i];
+        pair.max_size = bench_max_size(&o);
         area_len = (pair.max_size + 4095) & ~(size_t)4095;
         base = map_shared(2 * sizeof(struct line) + 2 * area_len + 4096);
         pair.ping.line = (struct line *)base;
@@ -228,15 +221,15 @@ int main(int argc, char **argv)
                 bench_die("out of memory");
         memset(client.buf, 0xa5, pair.max_size);
 
-        bench_warn_shared_cpu(o.cpu[0], o.cpu[1], want_busy);
+        bench_warn_shared_cpu(o.cpu[0], o.cpu[1], modes.busy);
         pid = bench_spawn(o.cpu[0], server, &pair);
         if (bench_pin(o.cpu[1]) < 0)
                 bench_die("cannot pin to CPU %d", o.cpu[1]);
 
         for (unsigned i = 0; i < o.n_sizes; i++) {
-                if (want_busy)
+                if (modes.busy)
                         measure(&client, &o, CMD_ECHO_BUSY, o.sizes[i], &s);
-                if (want_block)
+                if (modes.block)
                         measure(&client, &o, CMD_ECHO_BLOCK, o.sizes[i], &s);
         }
         client.seq++;

@@ -109,6 +109,33 @@ static void measure(struct ring *r, uint64_t *head, const unsigned char *src,
         bench_report_bandwidth("shm_stream", NULL, size, size, s);
 }
 
+struct ring_opts {
+        size_t slot_size, n_slots, batch;
+};
+
+static int parse_opt(int opt, const char *arg, void *ud)
+{
+        struct ring_opts *ro = ud;
+        bool ok;
+
+        switch (opt) {
+        case 'C':
+                ok = bench_parse_size(arg, &ro->slot_size);
+                break;
+        case 'N':
+                ok = bench_parse_size(arg, &ro->n_slots) && ro->n_slots <= 4096 / sizeof(struct slot_hdr);
+                break;
+        case 'b':
+                ok = bench_parse_size(arg, &ro->batch);
+                break;
+        default:
+                return 0;
+        }
+        if (!ok)
+                fprintf(stderr, "bad -%c '%s'\n", opt, arg);
+        return ok ? 1 : -1;
+}
+
 static void usage(const char *prog)
 {
         printf("Usage: %s [OPTIONS]\n"
@@ -130,32 +157,25 @@ int main(int argc, char **argv)
                 {}
         };
         struct bench_opts o;
-        struct ring r = { .slot_size = 64 << 10, .n_slots = 16 };
-        size_t batch = 64 << 20, n_slots = 16, len;
+        struct ring_opts ro = { .slot_size = 64 << 10, .n_slots = 16, .batch = 64 << 20 };
+        struct ring r;
         unsigned char *base, *src;
         struct samples s;
         uint64_t head = 0;
+        size_t len;
         pid_t pid;
-        int opt, rc;
+        int rc;
 
         bench_opts_init(&o, "64K,1M,16M", 10000, 4, 1.0);
-        while ((opt = getopt_long(argc, argv, BENCH_COMMON_SHORTOPTS "C:N:b:", longopts, NULL)) != -1) {
-                rc = bench_opts_parse_common(&o, opt, optarg);
-                if (rc < 0)
-                        return 2;
-                if (rc > 0)
-                        continue;
-                if ((opt == 'C' && bench_parse_size(optarg, &r.slot_size)) ||
-                    (opt == 'N' && bench_parse_size(optarg, &n_slots) && n_slots <= 4096) ||
-                    (opt == 'b' && bench_parse_size(optarg, &batch)))
-                        continue;
-                usage(argv[0]);
-                return opt == 'h' ? 0 : 2;
-        }
-        r.n_slots = (unsigned)n_slots;
-        for (unsigned i = 0; i < o.n_sizes; i++)
-                if (o.sizes[i] > r.max_size)
-                        r.max_size = o.sizes[i];
+        rc = bench_parse_args(argc, argv, &o, BENCH_COMMON_SHORTOPTS "C:N:b:", longopts, parse_opt, &ro,
+                              usage);
+        if (rc != 0)
+                return rc > 0 ? 0 : 2;
+        r = (struct ring){
+                .slot_size = ro.slot_size,
+                .n_slots = (unsigned)ro.n_slots,
+                .max_size = bench_max_size(&o),
+        };
 
         len = 4096 + 4096 + r.n_slots * r.slot_size;
         base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -165,8 +185,6 @@ int main(int argc, char **argv)
         r.ctl = (struct ring_ctl *)base;
         r.hdr = (struct slot_hdr *)(base + 4096);
         r.data = base + 8192;
-        if (r.n_slots * sizeof(struct slot_hdr) > 4096)
-                bench_die("too many slots");
         src = malloc(r.max_size);
         if (!src || samples_init(&s, o.iters) < 0)
                 bench_die("out of memory");
@@ -177,7 +195,7 @@ int main(int argc, char **argv)
         if (bench_pin(o.cpu[1]) < 0)
                 bench_die("cannot pin to CPU %d", o.cpu[1]);
         for (unsigned i = 0; i < o.n_sizes; i++)
-                measure(&r, &head, src, &o, o.sizes[i], batch, &s);
+                measure(&r, &head, src, &o, o.sizes[i], ro.batch, &s);
         atomic_store_explicit(&r.ctl->quit, 1, memory_order_release);
         rc = bench_reap(pid);
         bench_table_print();

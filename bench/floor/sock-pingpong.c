@@ -145,6 +145,15 @@ static int client(const struct sock_addr *a, void *arg)
         return r == 0 ? 0 : 1;
 }
 
+static int parse_opt(int opt, const char *arg, void *ud)
+{
+        struct pp *pp = ud;
+
+        if (opt == 'm')
+                return bench_parse_modes(arg, &pp->want_busy, &pp->want_block);
+        return sock_setup_parse(&pp->setup, opt, arg);
+}
+
 static void usage(const char *prog)
 {
         printf("Usage: %s [OPTIONS]\n"
@@ -163,35 +172,16 @@ int main(int argc, char **argv)
                 {}
         };
         struct pp pp = { .setup.family = AF_INET, .want_busy = true, .want_block = true };
-        int opt, r;
+        int r;
 
         bench_opts_init(&pp.opts, "8,64,1K,4K,64K,1M", 100000, 1000, 1.0);
-        while ((opt = getopt_long(argc, argv, BENCH_COMMON_SHORTOPTS SOCK_SHORTOPTS "m:", longopts,
-                                  NULL)) != -1) {
-                r = bench_opts_parse_common(&pp.opts, opt, optarg);
-                if (r == 0)
-                        r = sock_setup_parse(&pp.setup, opt, optarg);
-                if (r < 0)
-                        return 2;
-                if (r > 0)
-                        continue;
-                if (opt == 'm') {
-                        pp.want_busy = strstr(optarg, "busy") != NULL;
-                        pp.want_block = strstr(optarg, "block") != NULL;
-                        continue;
-                }
-                usage(argv[0]);
-                return opt == 'h' ? 0 : 2;
-        }
-        if (!pp.want_busy && !pp.want_block)
-                bench_die("nothing to do: --modes wants busy and/or block");
+        r = bench_parse_args(argc, argv, &pp.opts, BENCH_COMMON_SHORTOPTS SOCK_SHORTOPTS "m:", longopts,
+                             parse_opt, &pp, usage);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
 
-        /* A lone server does not know the sizes: it takes any up to 64 MiB
-         * (pages are touched by the warm-up, not here). */
-        pp.max_size = pp.setup.role == ROLE_SERVER ? 64 << 20 : 0;
-        for (unsigned i = 0; i < pp.opts.n_sizes; i++)
-                if (pp.opts.sizes[i] > pp.max_size)
-                        pp.max_size = pp.opts.sizes[i];
+        /* calloc: the pages are touched by the warm-up, not here. */
+        pp.max_size = sock_buffer_size(&pp.setup, &pp.opts);
         pp.buf = calloc(1, pp.max_size);
         if (!pp.buf || samples_init(&pp.samples, pp.opts.iters) < 0)
                 bench_die("out of memory");

@@ -127,6 +127,18 @@ static int client(const struct sock_addr *a, void *arg)
         return r == 0 ? 0 : 1;
 }
 
+static int parse_opt(int opt, const char *arg, void *ud)
+{
+        struct st *st = ud;
+
+        if (opt != 'b')
+                return sock_setup_parse(&st->setup, opt, arg);
+        if (bench_parse_size(arg, &st->batch_bytes))
+                return 1;
+        fprintf(stderr, "bad --batch '%s'\n", arg);
+        return -1;
+}
+
 static void usage(const char *prog)
 {
         printf("Usage: %s [OPTIONS]\n"
@@ -145,27 +157,15 @@ int main(int argc, char **argv)
                 {}
         };
         struct st st = { .setup.family = AF_INET, .batch_bytes = 64 << 20 };
-        int opt, r;
+        int r;
 
         bench_opts_init(&st.opts, "64K,1M,16M", 10000, 2, 1.0);
-        while ((opt = getopt_long(argc, argv, BENCH_COMMON_SHORTOPTS SOCK_SHORTOPTS "b:", longopts,
-                                  NULL)) != -1) {
-                r = bench_opts_parse_common(&st.opts, opt, optarg);
-                if (r == 0)
-                        r = sock_setup_parse(&st.setup, opt, optarg);
-                if (r < 0)
-                        return 2;
-                if (r > 0 || (opt == 'b' && bench_parse_size(optarg, &st.batch_bytes)))
-                        continue;
-                usage(argv[0]);
-                return opt == 'h' ? 0 : 2;
-        }
+        r = bench_parse_args(argc, argv, &st.opts, BENCH_COMMON_SHORTOPTS SOCK_SHORTOPTS "b:", longopts,
+                             parse_opt, &st, usage);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
 
-        /* A lone server does not know the sizes: it takes any up to 64 MiB. */
-        st.max_size = st.setup.role == ROLE_SERVER ? 64 << 20 : 0;
-        for (unsigned i = 0; i < st.opts.n_sizes; i++)
-                if (st.opts.sizes[i] > st.max_size)
-                        st.max_size = st.opts.sizes[i];
+        st.max_size = sock_buffer_size(&st.setup, &st.opts);
         st.buf = calloc(1, st.max_size);
         if (!st.buf || samples_init(&st.samples, st.opts.iters) < 0)
                 bench_die("out of memory");
