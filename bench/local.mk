@@ -39,3 +39,4 @@ bench-floors: $(BENCH_FLOORS)
 .PHONY: bench-floors
 
 EXTRA_DIST += bench/README.md bench/run-peers bench/results.py
+include bench/datbench/local.mk

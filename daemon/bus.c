@@ -12,6 +12,7 @@
 #include "common/macro.h"
 #include "daemon/bus.h"
 #include "daemon/client.h"
+#include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/netif.h"
 #include "daemon/utf8.h"
@@ -223,6 +224,113 @@ static int method_list_objects(sd_bus_message *msg, void *userdata, sd_bus_error
         return reply_objects(msg, userdata, 0, "(" OBJECT_STRUCT ")", append_object, error);
 }
 
+/* ListListeners(): client id, pid, command, IA, kind (PSP, PSP_ANY, RSP),
+ * conn_qual, pending requests, accepted requests, datd's listener id. */
+#define LISTENER_STRUCT "tussstutu"
+/* ListConnections(): datd's id of the end, client id, pid, command, IA,
+ * role (active, passive), local address, remote address, remote conn_qual,
+ * state (REQUESTED, ACCEPTING, ESTABLISHED), age in µs, bytes sent and
+ * received, the peer's pid (0 unknown). */
+#define CONNECTION_STRUCT "utussssststttu"
+
+struct list_ctx {
+        sd_bus_message *reply;
+        size_t bytes, n;
+        int r;
+};
+
+static void append_listener(const ListenerInfo *l, void *userdata)
+{
+        struct list_ctx *ctx = userdata;
+
+        if (ctx->r < 0)
+                return;
+        ctx->r = count_row(&ctx->bytes, LISTENER_STRUCT,
+                           (const char *const[]) { l->command, l->ia, l->kind });
+        if (ctx->r >= 0)
+                ctx->r = sd_bus_message_append(ctx->reply, "(" LISTENER_STRUCT ")", l->client_id,
+                                               (uint32_t) l->pid, l->command, l->ia, l->kind,
+                                               l->conn_qual, l->pending, l->accepted, l->id);
+        ctx->n++;
+}
+
+static void append_connection(const ConnInfo *c, void *userdata)
+{
+        struct list_ctx *ctx = userdata;
+
+        if (ctx->r < 0)
+                return;
+        ctx->r = count_row(&ctx->bytes, CONNECTION_STRUCT,
+                           (const char *const[]) { c->command, c->ia, c->role, c->local_address,
+                                                   c->remote_address, c->state });
+        if (ctx->r >= 0)
+                ctx->r = sd_bus_message_append(ctx->reply, "(" CONNECTION_STRUCT ")", c->id,
+                                               c->client_id, (uint32_t) c->pid, c->command, c->ia,
+                                               c->role, c->local_address, c->remote_address,
+                                               c->remote_conn_qual, c->state, c->age_usec,
+                                               c->bytes_sent, c->bytes_received,
+                                               (uint32_t) c->peer_pid);
+        ctx->n++;
+}
+
+static int reply_list(sd_bus_message *msg, Manager *m, bool listeners, sd_bus_error *error)
+{
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        struct list_ctx ctx = {};
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', listeners ? "(" LISTENER_STRUCT ")"
+                                                  : "(" CONNECTION_STRUCT ")");
+        if (r < 0)
+                return r;
+        ctx.reply = reply;
+        if (listeners)
+                conn_foreach_listener(m, append_listener, &ctx);
+        else
+                conn_foreach_connection(m, append_connection, &ctx);
+        if (ctx.r == -E2BIG)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "More rows than one D-Bus reply can carry "
+                                         "(the first %zu fit in 64 MiB).", ctx.n - 1);
+        r = ctx.r;
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        return reply_list(msg, userdata, true, error);
+}
+
+static int method_list_connections(sd_bus_message *msg, void *userdata, sd_bus_error *error)
+{
+        return reply_list(msg, userdata, false, error);
+}
+
+static const struct {
+        const char *name;
+        size_t offset;
+} conn_counter_fields[] = {
+#define COUNTER(f) { #f, offsetof(ConnCounters, f) }
+        COUNTER(listens),
+        COUNTER(listens_refused),
+        COUNTER(connects),
+        COUNTER(connects_refused),
+        COUNTER(established),
+        COUNTER(peer_rejected),
+        COUNTER(non_peer_rejected),
+        COUNTER(timed_out),
+        COUNTER(unreachable),
+        COUNTER(disconnected),
+        COUNTER(broken),
+#undef COUNTER
+};
+
 static const struct {
         const char *name;
         size_t offset;
@@ -254,6 +362,10 @@ static int method_get_counters(sd_bus_message *msg, void *userdata, sd_bus_error
                 r = sd_bus_message_append(reply, "{st}", counter_fields[i].name,
                                           *(const uint64_t *) ((const char *) &m->counters +
                                                                counter_fields[i].offset));
+        for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(conn_counter_fields); i++)
+                r = sd_bus_message_append(reply, "{st}", conn_counter_fields[i].name,
+                                          *(const uint64_t *) ((const char *) conn_counters(m) +
+                                                               conn_counter_fields[i].offset));
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0)
@@ -289,6 +401,12 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_NAMES("ListObjects", NULL, /* no arguments */,
                                  "a(" OBJECT_STRUCT ")", SD_BUS_PARAM(objects),
                                  method_list_objects, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListListeners", NULL, /* no arguments */,
+                                 "a(" LISTENER_STRUCT ")", SD_BUS_PARAM(listeners),
+                                 method_list_listeners, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListConnections", NULL, /* no arguments */,
+                                 "a(" CONNECTION_STRUCT ")", SD_BUS_PARAM(connections),
+                                 method_list_connections, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("GetCounters", NULL, /* no arguments */,
                                  "a{st}", SD_BUS_PARAM(counters),
                                  method_get_counters, SD_BUS_VTABLE_UNPRIVILEGED),

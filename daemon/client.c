@@ -10,6 +10,7 @@
 
 #include "common/macro.h"
 #include "daemon/client.h"
+#include "daemon/conn.h"
 #include "daemon/log.h"
 
 /* Packets handled per client per wakeup: a client that floods the socket
@@ -31,6 +32,7 @@ IaInstance *ia_instance_free(IaInstance *i)
         if (!i)
                 return NULL;
         c = i->client;
+        conn_drop_instance(i);
         object_drop_instance(c, i);
         LIST_REMOVE(instances, c->instances, i);
         c->n_instances--;
@@ -79,6 +81,7 @@ Client *client_free(Client *c)
 {
         if (!c)
                 return NULL;
+        c->dying = true;
         while (c->instances)
                 ia_instance_free(c->instances);
         object_table_done(&c->objects);
@@ -88,6 +91,7 @@ Client *client_free(Client *c)
                 manager_update_status(c->manager);
         }
         sd_event_source_disable_unref(c->io);
+        sd_event_source_disable_unref(c->drop_source);
         if (c->fd >= 0)
                 close(c->fd);
         for (uint32_t k = 0; k < c->n_pending && c->pending; k++)
@@ -115,6 +119,27 @@ static void client_disconnect(Client *c, int error)
                             : strerror(-error));
         }
         client_free(c);
+}
+
+static int client_on_drop(sd_event_source *s, void *userdata)
+{
+        Client *c = userdata;
+
+        client_disconnect(c, c->drop_error);
+        return 0;
+}
+
+void client_drop_later(Client *c, int error)
+{
+        if (c->drop_source || c->dying || !c->manager)
+                return;
+        if (sd_event_add_defer(c->manager->event, &c->drop_source, client_on_drop, c) < 0) {
+                /* No way to defer: stop reading it; its hangup frees it. */
+                log_warning_errno(error, "Client %" PRIu64 " (pid %d): cannot deliver an event: %m",
+                                  c->id, (int) c->peer.pid);
+                return;
+        }
+        c->drop_error = error;
 }
 
 static int client_queue(Client *c, const struct datp_header *msg)

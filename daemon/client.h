@@ -15,6 +15,8 @@
 #include "proto/datp.h"
 
 typedef struct IaInstance IaInstance;
+struct Listener;
+struct Conn;
 
 /* An IA as one client opened it: dies with the client. */
 struct IaInstance {
@@ -24,6 +26,8 @@ struct IaInstance {
         LIST_FIELDS(IaInstance, instances);
         uint32_t objects;               /* first slot of its objects in client->objects */
         ObjectCounts counts;            /* what the datd.conf quotas are held against */
+        struct Listener *listeners;     /* daemon/conn.c */
+        struct Conn *conns;             /* its connection ends */
 };
 
 struct Client {
@@ -50,6 +54,14 @@ struct Client {
         struct datp_header **pending;
         uint32_t pending_head;
         uint32_t n_pending;
+
+        /* Connections (daemon/conn.c), over all its IA instances. */
+        uint32_t n_listeners;
+        uint32_t n_conns;               /* ends, in any state */
+        uint32_t n_connecting;          /* active ends not yet answered */
+        bool dying;                     /* being freed: no more events to it */
+        sd_event_source *drop_source;   /* client_drop_later() pending */
+        int drop_error;
 };
 
 /* A new connection on the protocol socket: takes fd, and either makes it a
@@ -60,6 +72,10 @@ Client *client_free(Client *c);
 /* Sends a reply, or queues it while the socket is full.  -ENOBUFS when the
  * queue is at its limit: the caller drops the client. */
 int client_send(Client *c, const struct datp_header *msg);
+
+/* Drops the client from the event loop's next iteration: for failures met
+ * while handling another client's request. */
+void client_drop_later(Client *c, int error);
 
 int client_open_ia(Client *c, Ia *ia, IaInstance **ret);
 IaInstance *client_find_ia(Client *c, uint32_t id);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <jansson.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/un.h>
+
+#include <dat2/udat.h>
 
 #include "common/macro.h"
 #include "daemon/config.h"
@@ -236,6 +239,48 @@ static void parse_transport(ConfigParser *p, const char *jpath, json_t *v, void 
                 *(Transport *) field = (Transport) t;
 }
 
+/* "qos": ["best_effort", "low_latency", ...]: the DAT_QOS values a
+ * connection request to this IA may carry; others are refused as a
+ * non-peer reject (dat_ep_connect(3DAT)).  DAT_QOS_BEST_EFFORT is 0, so
+ * it is always accepted and the mask holds the other classes. */
+static void parse_qos(ConfigParser *p, const char *jpath, json_t *v, void *field,
+                      const ConfigKey *k)
+{
+        static const struct {
+                const char *name;
+                uint32_t bit;
+        } names[] = {
+                { "best_effort", DAT_QOS_BEST_EFFORT },
+                { "high_throughput", DAT_QOS_HIGH_THROUGHPUT },
+                { "low_latency", DAT_QOS_LOW_LATENCY },
+                { "economy", DAT_QOS_ECONOMY },
+                { "premium", DAT_QOS_PREMIUM },
+        };
+        uint32_t mask = 0;
+        json_t *e;
+        size_t i;
+
+        if (!expect_type(p, jpath, v, JSON_ARRAY, "an array of QoS names"))
+                return;
+        json_array_foreach(v, i, e) {
+                char epath[300];
+                size_t j;
+
+                snprintf(epath, sizeof(epath), "%s[%zu]", jpath, i);
+                if (!expect_type(p, epath, e, JSON_STRING, "a string"))
+                        continue;
+                for (j = 0; j < ARRAY_SIZE(names); j++)
+                        if (strcmp(json_string_value(e), names[j].name) == 0)
+                                break;
+                if (j == ARRAY_SIZE(names))
+                        config_error(p, epath, "unknown QoS \"%s\" (best_effort, high_throughput, "
+                                     "low_latency, economy, premium)", json_string_value(e));
+                else
+                        mask |= names[j].bit;
+        }
+        *(uint32_t *) field = mask;
+}
+
 static bool path_is_normalized_absolute(const char *s)
 {
         return s[0] == '/' && !strstr(s, "//") && !strstr(s, "/./") && !strstr(s, "/../");
@@ -315,7 +360,12 @@ static const ConfigKey limit_keys[] = {
         LIMIT(max_srqs, 1, 1u << 20, 1024),
         LIMIT(max_lmr_bytes, 1, 1ull << 50, 16ull << 30),
         /* Private data travels inside one datp message, next to its header. */
-        LIMIT(max_private_data, 64, DATP_MAX_MESSAGE / 2, 256),
+        LIMIT(max_private_data, 64, DATP_PRIVATE_DATA_MAX, 256),
+        LIMIT(max_listeners_per_client, 1, 65536, 256),
+        LIMIT(max_connections_per_client, 1, 1u << 20, 4096),
+        LIMIT(max_pending_connects_per_client, 1, 65536, 1024),
+        LIMIT(max_pending_requests, 1, 65536, 128),
+        LIMIT(max_cm_links, 1, 4096, 64),
 };
 
 static void parse_limits(ConfigParser *p, const char *jpath, json_t *v, void *field,
@@ -443,6 +493,7 @@ static const ConfigKey ia_keys[] = {
         { "port", parse_u32, offsetof(IAConfig, port), 1, 255 },
         { "allow_users", parse_allow_users, offsetof(IAConfig, allow_uids) },
         { "allow_groups", parse_allow_groups, offsetof(IAConfig, allow_gids) },
+        { "qos", parse_qos, offsetof(IAConfig, qos) },
 };
 
 static void ia_config_done(IAConfig *ia)
@@ -579,6 +630,35 @@ static void parse_ias(ConfigParser *p, const char *jpath, json_t *v, void *field
         c->n_ias = n;
 }
 
+/* "conn_qual_any_range": [first, last], both included, first <= last. */
+static void parse_conn_qual_range(ConfigParser *p, const char *jpath, json_t *v, void *field,
+                                  const ConfigKey *k)
+{
+        Config *c = (Config *) ((char *) field - offsetof(Config, conn_qual_any_min));
+        static const ConfigKey bound = { "conn_qual_any_range", NULL, 0, 1, UINT64_MAX >> 1 };
+        uint64_t lo, hi;
+        char epath[64];
+
+        if (!expect_type(p, jpath, v, JSON_ARRAY, "an array of two integers"))
+                return;
+        if (json_array_size(v) != 2) {
+                config_error(p, jpath, "must be [first, last]");
+                return;
+        }
+        snprintf(epath, sizeof(epath), "%s[0]", jpath);
+        if (!parse_integer(p, epath, json_array_get(v, 0), &bound, &lo))
+                return;
+        snprintf(epath, sizeof(epath), "%s[1]", jpath);
+        if (!parse_integer(p, epath, json_array_get(v, 1), &bound, &hi))
+                return;
+        if (lo > hi) {
+                config_error(p, jpath, "first %" PRIu64 " is above last %" PRIu64, lo, hi);
+                return;
+        }
+        c->conn_qual_any_min = lo;
+        c->conn_qual_any_max = hi;
+}
+
 /* ---- the file -------------------------------------------------------------- */
 
 static const ConfigKey top_keys[] = {
@@ -586,6 +666,8 @@ static const ConfigKey top_keys[] = {
         { "log_level", parse_log_level, offsetof(Config, log_level) },
         { "bus", parse_bus_mode, offsetof(Config, bus) },
         { "cm_port", parse_u16, offsetof(Config, cm_port), 1, 65535 },
+        { "cm_keepalive_ms", parse_u32, offsetof(Config, cm_keepalive_ms), 10, 60000 },
+        { "conn_qual_any_range", parse_conn_qual_range, offsetof(Config, conn_qual_any_min) },
         { "ias", parse_ias, offsetof(Config, ias) },
         { "verbs", parse_bool, offsetof(Config, verbs) },
         { "limits", parse_limits, offsetof(Config, limits) },
@@ -621,6 +703,9 @@ static int config_new_defaults(Config **ret)
         c->log_level = LOG_INFO;
         c->bus = BUS_MODE_AUTO;
         c->cm_port = 7471;
+        c->cm_keepalive_ms = 500;
+        c->conn_qual_any_min = 49152;
+        c->conn_qual_any_max = 65535;
         c->verbs = true;
         limits_set_defaults(&c->limits);
         for (size_t i = 0; i < ARRAY_SIZE(default_ias); i++) {

@@ -46,6 +46,12 @@ typedef struct Limits {
         uint32_t max_srqs;
         uint32_t max_private_data;
         uint64_t max_lmr_bytes;
+        /* Connections (daemon/conn.c). */
+        uint32_t max_listeners_per_client;
+        uint32_t max_connections_per_client;      /* established or being set up */
+        uint32_t max_pending_connects_per_client; /* CONNECTs not yet answered */
+        uint32_t max_pending_requests;            /* a listener's backlog */
+        uint32_t max_cm_links;                    /* TCP links to other datds */
 } Limits;
 
 typedef struct IAConfig {
@@ -57,6 +63,9 @@ typedef struct IAConfig {
         char *interface;                 /* tcp: interface name or "auto", or NULL */
         char *device;                    /* verbs: device name */
         uint32_t port;                   /* verbs: port number, 0 until set */
+        /* The DAT_QOS classes beyond best effort (which is 0 and always
+         * accepted) that a connection to this IA may ask for; default 0. */
+        uint32_t qos;
         /* Who may open the IA: root always; everyone when neither list is given. */
         bool restricted;
         uid_t *allow_uids;
@@ -71,6 +80,9 @@ typedef struct Config {
         int log_level;     /* LOG_ERR .. LOG_DEBUG */
         BusMode bus;
         uint16_t cm_port;
+        uint32_t cm_keepalive_ms;       /* CM link keepalive period; 2 misses = link lost */
+        uint64_t conn_qual_any_min;     /* "conn_qual_any_range": PSP_ANY picks from here */
+        uint64_t conn_qual_any_max;
         bool verbs;
         IAConfig *ias;
         size_t n_ias;

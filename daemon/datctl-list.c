@@ -160,6 +160,82 @@ const struct list_view list_view_objects = {
         .nouns = "objects",
 };
 
+/* ListListeners() -> a(tussstutu), DBUS-API.md */
+static const struct list_field listener_fields[] = {
+        { "client_id", LIST_FIELD_U64 },
+        { "pid", LIST_FIELD_U32 },
+        { "command", LIST_FIELD_STRING },
+        { "ia", LIST_FIELD_STRING },
+        { "kind", LIST_FIELD_STRING },
+        { "conn_qual", LIST_FIELD_U64 },
+        { "pending", LIST_FIELD_U32 },
+        { "accepted", LIST_FIELD_U64 },
+        { "id", LIST_FIELD_U32 },
+};
+
+static const struct list_column listener_columns[] = {
+        { "OWNER", "pid", LIST_CELL_OWNER, true, "command" },
+        { "IA", "ia", LIST_CELL_TEXT, true },
+        { "KIND", "kind", LIST_CELL_TEXT, false },
+        { "CONN_QUAL", "conn_qual", LIST_CELL_NUMBER, false },
+        { "PENDING", "pending", LIST_CELL_NUMBER, false },
+        { "ACCEPTED", "accepted", LIST_CELL_NUMBER, false },
+        { "ID", "id", LIST_CELL_NUMBER, false },
+};
+
+const struct list_view list_view_listeners = {
+        .method = "ListListeners",
+        .fields = listener_fields,
+        .n_fields = ARRAY_SIZE(listener_fields),
+        .columns = listener_columns,
+        .n_columns = ARRAY_SIZE(listener_columns),
+        .noun = "listener",
+        .nouns = "listeners",
+};
+
+/* ListConnections() -> a(utussssststttu), DBUS-API.md */
+static const struct list_field connection_fields[] = {
+        { "id", LIST_FIELD_U32 },
+        { "client_id", LIST_FIELD_U64 },
+        { "pid", LIST_FIELD_U32 },
+        { "command", LIST_FIELD_STRING },
+        { "ia", LIST_FIELD_STRING },
+        { "role", LIST_FIELD_STRING },
+        { "local_address", LIST_FIELD_STRING },
+        { "remote_address", LIST_FIELD_STRING },
+        { "remote_conn_qual", LIST_FIELD_U64 },
+        { "state", LIST_FIELD_STRING },
+        { "age_usec", LIST_FIELD_U64 },
+        { "bytes_sent", LIST_FIELD_U64 },
+        { "bytes_received", LIST_FIELD_U64 },
+        { "peer_pid", LIST_FIELD_U32 },
+};
+
+static const struct list_column connection_columns[] = {
+        { "OWNER", "pid", LIST_CELL_OWNER, true, "command" },
+        { "IA", "ia", LIST_CELL_TEXT, true },
+        { "ROLE", "role", LIST_CELL_TEXT, false },
+        { "LOCAL", "local_address", LIST_CELL_TEXT, true },
+        { "REMOTE", "remote_address", LIST_CELL_TEXT, true },
+        { "CONN_QUAL", "remote_conn_qual", LIST_CELL_NUMBER, false },
+        { "PEER", "peer_pid", LIST_CELL_NUMBER, false, NULL, true },
+        { "STATE", "state", LIST_CELL_TEXT, false },
+        { "AGE", "age_usec", LIST_CELL_TIMESPAN, false },
+        { "SENT", "bytes_sent", LIST_CELL_BYTES, false },
+        { "RECEIVED", "bytes_received", LIST_CELL_BYTES, false },
+        { "ID", "id", LIST_CELL_NUMBER, false },
+};
+
+const struct list_view list_view_connections = {
+        .method = "ListConnections",
+        .fields = connection_fields,
+        .n_fields = ARRAY_SIZE(connection_fields),
+        .columns = connection_columns,
+        .n_columns = ARRAY_SIZE(connection_columns),
+        .noun = "connection",
+        .nouns = "connections",
+};
+
 static const char *list_field_signature(enum list_field_type type)
 {
         switch (type) {
@@ -386,6 +462,8 @@ static int add_cell(struct table *t, const struct list_column *c, json_t *row, u
                 return table_add(t, format_timestamp(buf, timestamp_usec(row, c->key)));
         case LIST_CELL_AGE:
                 return table_add(t, format_age(buf, timestamp_usec(row, c->key), now));
+        case LIST_CELL_TIMESPAN:
+                return table_add(t, format_timespan(buf, (uint64_t)json_integer_value(value)));
         }
         return -EINVAL;
 }

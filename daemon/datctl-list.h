@@ -43,6 +43,7 @@ enum list_cell {
         LIST_CELL_AGE,          /* a timestamp field, as its age: "3min 12s" */
         LIST_CELL_BYTES,        /* an integer field of bytes: "512B", "1.5M", right-aligned */
         LIST_CELL_OWNER,        /* a process: PID field key, command field key2: "4242/mpirun" */
+        LIST_CELL_TIMESPAN,     /* an integer field of µs, as a span: "3min 12s" */
 };
 
 struct list_column {
@@ -70,6 +71,8 @@ extern const struct list_view list_view_ias;
 extern const struct list_view list_view_clients;
 extern const struct list_view list_view_endpoints;
 extern const struct list_view list_view_objects;
+extern const struct list_view list_view_listeners;
+extern const struct list_view list_view_connections;
 
 /* The D-Bus type of the method's reply, "a(ssssuu)"; malloc'd. */
 char *list_signature(const struct list_view *v);

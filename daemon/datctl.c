@@ -55,6 +55,8 @@ static const struct verb verbs[] = {
         { { "client", "list" }, verb_list, &list_view_clients },
         { { "ep", "list" }, verb_list, &list_view_endpoints },
         { { "object", "list" }, verb_list, &list_view_objects },
+        { { "listener", "list" }, verb_list, &list_view_listeners },
+        { { "connection", "list" }, verb_list, &list_view_connections },
 };
 
 static void print_help(void)
@@ -78,6 +80,11 @@ static void print_help(void)
                "  object list          List every DAT object clients created (PZ, EVD, CNO,\n"
                "                       LMR, RMR, EP, SRQ): owner, IA, kind, handle,\n"
                "                       protection zone, state, length, queue length, ID\n"
+               "  listener list        List the listeners (PSPs, RSPs): owner, IA, kind,\n"
+               "                       conn_qual, pending and accepted requests, ID\n"
+               "  connection list      List both ends of every connection on this host:\n"
+               "                       owner, IA, role, local and remote address, remote\n"
+               "                       conn_qual, peer PID, state, age, bytes, ID\n"
                "\n"
                "Options:\n"
                "  -h --help            Show this help and exit\n"

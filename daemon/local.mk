@@ -7,6 +7,8 @@ daemon_datd_SOURCES = \
 	daemon/manager.c \
 	daemon/client.c \
 	daemon/object.c \
+	daemon/conn.c \
+	daemon/cm.c \
 	daemon/request.c \
 	daemon/bus.c \
 	daemon/config.c \
@@ -28,6 +30,8 @@ noinst_HEADERS += \
 	daemon/bus.h \
 	daemon/client.h \
 	daemon/config.h \
+	daemon/conn.h \
+	daemon/cm.h \
 	daemon/ia.h \
 	daemon/ia-verbs.h \
 	daemon/list.h \

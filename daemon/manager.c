@@ -18,6 +18,8 @@
 #include "common/macro.h"
 #include "daemon/bus.h"
 #include "daemon/client.h"
+#include "daemon/cm.h"
+#include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/manager.h"
 #include "daemon/policy.h"
@@ -50,11 +52,13 @@ int manager_new(Config *config, Manager **ret)
         m->config = config;
         m->listen_fd = -1;
         m->bus_listen_fd = -1;
+        m->cm_listen_fd = -1;
         m->version = PACKAGE_VERSION;
         m->runtime_dir = strdup(config->runtime_dir);
         m->socket_path = path_join(config->runtime_dir, DATD_SOCKET_NAME);
         m->bus_socket_path = path_join(config->runtime_dir, DATD_BUS_SOCKET_NAME);
-        if (!m->runtime_dir || !m->socket_path || !m->bus_socket_path) {
+        if (!m->runtime_dir || !m->socket_path || !m->bus_socket_path ||
+            conn_table_new(m, &m->conns) < 0) {
                 manager_free(m);
                 return -ENOMEM;
         }
@@ -69,6 +73,8 @@ Manager *manager_free(Manager *m)
         m->stopping = true;
         while (m->clients)
                 client_free(m->clients);
+        cm_stop(m);
+        m->conns = conn_table_free(m->conns);
         manager_bus_done(m);
         sd_event_source_disable_unref(m->listen_source);
         sd_event_source_disable_unref(m->accept_retry);
@@ -375,6 +381,9 @@ int manager_startup(Manager *m)
         if (r < 0)
                 return r;
         r = mkdir_runtime_dir(m->runtime_dir);
+        if (r < 0)
+                return r;
+        r = cm_start(m);
         if (r < 0)
                 return r;
         r = manager_setup_listen(m);

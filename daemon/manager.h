@@ -16,6 +16,7 @@
 
 typedef struct Client Client;
 typedef struct BusConnection BusConnection;
+typedef struct ConnTable ConnTable;
 
 /* Monotonic since start; GetCounters() lists them by these names. */
 typedef struct Counters {
@@ -35,6 +36,14 @@ typedef struct Manager {
         Config *config;
         sd_event *event;
         IaRegistry ias;
+        ConnTable *conns;            /* listeners and connections (daemon/conn.c) */
+        /* CM links to other hosts' datds (daemon/cm.c). */
+        int cm_listen_fd;
+        sd_event_source *cm_listen_source;
+        sd_event_source *cm_tick;
+        struct CmLink *cm_links;
+        uint32_t n_cm_links;
+        sd_id128_t host_id;          /* random per run, sent in the CM HELLO */
 
         /* The protocol socket libdat connects to. */
         int listen_fd;

@@ -120,7 +120,7 @@ int netif_resolve_interface(const char *name, NetifAddress *ret)
         return r;
 }
 
-static bool sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
+bool sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
 {
         if (a->sa_family != b->sa_family)
                 return false;

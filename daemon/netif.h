@@ -29,6 +29,9 @@ int netif_find_address(const struct sockaddr *sa, socklen_t len, NetifAddress *r
 /* Administratively up and with carrier, right now. */
 bool netif_is_up(const char *ifname);
 
+/* Same IPv4 or IPv6 address (ports and scopes aside); false for other families. */
+bool sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
+
 /* Room for sockaddr_to_string(): an IPv6 address with a scope. */
 #define SOCKADDR_STRING_MAX (INET6_ADDRSTRLEN + IF_NAMESIZE + 2)
 

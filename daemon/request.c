@@ -11,6 +11,7 @@
 #include <dat2/udat.h>
 
 #include "daemon/client.h"
+#include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/policy.h"
 
@@ -301,6 +302,20 @@ int client_handle_packet(Client *c, const union datp_message *msg, size_t len, u
                 return handle_obj_update(c, &msg->obj_update);
         case DATP_OBJ_DESTROY:
                 return handle_obj_destroy(c, &msg->obj_destroy);
+        case DATP_LISTEN:
+                return conn_handle_listen(c, &msg->listen);
+        case DATP_UNLISTEN:
+                return conn_handle_unlisten(c, &msg->unlisten);
+        case DATP_CONNECT:
+                return conn_handle_connect(c, &msg->connect);
+        case DATP_CR_ACCEPT:
+                return conn_handle_cr_accept(c, &msg->cr_accept);
+        case DATP_CR_REJECT:
+                return conn_handle_cr_reject(c, &msg->cr_reject);
+        case DATP_CR_HANDOFF:
+                return conn_handle_cr_handoff(c, &msg->cr_handoff);
+        case DATP_DISCONNECT:
+                return conn_handle_disconnect(c, &msg->disconnect);
         default:
                 /* datp_validate() knows a type this datd does not serve. */
                 return client_reject(c, msg, len, DATP_E_TYPE, "message type not served by this datd");

@@ -265,9 +265,8 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX])
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         const char *path = datd_socket_path();
-        DAT_RETURN ret;
-
         pthread_condattr_t ca;
+        DAT_RETURN ret;
 
         memset(conn, 0, sizeof(*conn));
         conn->fd = -1;

@@ -33,9 +33,11 @@
 
 #include "libdat/ep.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "libdat/conn.h"
 #include "libdat/datd_object.h"
 #include "libdat/ep_attr.h"
 #include "libdat/ep_events.h"
@@ -142,6 +144,19 @@ DAT_RETURN ep_set_state(struct ep *ep, DAT_EP_STATE state)
         ep_describe(ep, &desc);
         dat_object_unlock();
         return datd_object_update(ep_ia(ep), ep->datd_id, &desc);
+}
+
+void ep_mirror_nowait(struct ep *ep)
+{
+        struct datp_obj_update req = { .hdr = { .type = DATP_OBJ_UPDATE, .length = sizeof(req) } };
+        struct ia *ia = ep_ia(ep);
+
+        dat_object_lock();
+        ep_describe(ep, &req.desc);
+        dat_object_unlock();
+        req.ia_id = ia->ia_id;
+        req.obj_id = ep->datd_id;
+        datd_conn_send(&ia->conn, &req.hdr);
 }
 
 static struct ep_streams ep_streams_of(const struct ep *ep)
@@ -378,6 +393,102 @@ _public_ DAT_RETURN dat_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDL
         return ep_create(&a, ep_handle);
 }
 
+/* Provider EPs being made (ep.h, ep_provider_begin). */
+static pthread_mutex_t provider_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t provider_cond = PTHREAD_COND_INITIALIZER;
+static unsigned provider_in_flight;
+
+void ep_provider_begin(void)
+{
+        pthread_mutex_lock(&provider_lock);
+        provider_in_flight++;
+        pthread_mutex_unlock(&provider_lock);
+}
+
+void ep_provider_end(void)
+{
+        pthread_mutex_lock(&provider_lock);
+        if (--provider_in_flight == 0)
+                pthread_cond_broadcast(&provider_cond);
+        pthread_mutex_unlock(&provider_lock);
+}
+
+void ep_provider_drain(void)
+{
+        pthread_mutex_lock(&provider_lock);
+        while (provider_in_flight > 0)
+                pthread_cond_wait(&provider_cond, &provider_lock);
+        pthread_mutex_unlock(&provider_lock);
+}
+
+/* Links an EP made without a parent into ia's children, unless the IA is
+ * closing (then its teardown must not find an object it did not expect). */
+static bool ep_adopt(struct ia *ia, struct ep *ep)
+{
+        struct dat_list *head = &ia->obj.children;
+        bool ok;
+
+        dat_object_lock();
+        ok = !ia->obj.closing;
+        if (ok) {
+                ep->obj.parent = &ia->obj;
+                ep->obj.sibling.prev = head->prev;
+                ep->obj.sibling.next = head;
+                head->prev->next = &ep->obj.sibling;
+                head->prev = &ep->obj.sibling;
+                ia->obj.n_children++;
+        }
+        dat_object_unlock();
+        return ok;
+}
+
+/* Like dat_ep_create, but the object has no parent while datd is asked
+ * (datd is told its handle; a refusal, the max_eps quota, leaves nothing
+ * behind), so that an abrupt dat_ia_close meanwhile never sees it; it
+ * joins the IA once registered. */
+DAT_RETURN ep_create_provider(struct ia *ia, DAT_EP_HANDLE *ep_handle)
+{
+        DAT_IA_ATTR limits;
+        struct ep *ep = calloc(1, sizeof(*ep));
+        DAT_RETURN ret;
+
+        if (!ep)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        ep_ia_limits(ia, &limits);
+        ep_attr_defaults(&limits, &ep->attr);
+        ep->state = DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
+        ep->provider_made = true;
+        ep->hard_high_watermark = DAT_WATERMARK_INFINITE;
+        ep->soft_hw_armed = ep->attr.srq_soft_hw != DAT_WATERMARK_INFINITE;
+        ret = dat_object_init(&ep->obj, &ep_ops, NULL);
+        if (ret != DAT_SUCCESS) {
+                free(ep);
+                return ret;
+        }
+        ret = ep_register(ia, ep);
+        if (ret == DAT_SUCCESS && !ep_adopt(ia, ep))
+                ret = dat_invalid_handle(DAT_HANDLE_TYPE_IA); /* datd forgets it with the IA */
+        if (ret != DAT_SUCCESS) {
+                ep_free_object(ep, false);
+                return ret;
+        }
+        *ep_handle = ep->obj.handle;
+        return DAT_SUCCESS;
+}
+
+void ep_free_provider(DAT_EP_HANDLE ep_handle)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+
+        if (!ep)
+                return;
+        dat_object_lock();
+        ep->obj.closing = true;
+        dat_object_unlock();
+        datd_object_unregister(ep_ia(ep), ep->datd_id);
+        ep_free_object(ep, true);
+}
+
 DAT_RETURN ep_param_call(DAT_EP_HANDLE handle, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *param,
                          struct ep **out)
 {
@@ -394,13 +505,30 @@ DAT_RETURN ep_param_call(DAT_EP_HANDLE handle, DAT_EP_PARAM_MASK mask, const DAT
         return DAT_SUCCESS;
 }
 
+bool ep_provider_configured(const struct ep *ep)
+{
+        return ep->pz != DAT_HANDLE_NULL && ep->connect_evd != DAT_HANDLE_NULL;
+}
+
+/* A provider-created EP leaves the unconfigured twin of Tentative
+ * Connection Pending once dat_ep_modify gave it what a connection needs
+ * (dat_ep_modify(3DAT) is how the Consumer configures it; DAT 2.0's
+ * DAT_EP_STATE_UNCONFIGURED_TENTATIVE is that state before it). */
+static DAT_EP_STATE ep_reported_state(const struct ep *ep)
+{
+        if (ep->provider_made && ep->state == DAT_EP_STATE_UNCONFIGURED_TENTATIVE &&
+            ep_provider_configured(ep))
+                return DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
+        return ep->state;
+}
+
 void ep_fill_param(const struct ep *ep, DAT_EP_PARAM *param)
 {
         struct ia *ia = ep_ia(ep);
 
         *param = (DAT_EP_PARAM){
                 .ia_handle = ia->obj.handle,
-                .ep_state = ep->state,
+                .ep_state = ep_reported_state(ep),
                 /* The connection is a reliable byte stream over the IA's address family. */
                 .comm = { .domain = ia->address.ss_family, .type = SOCK_STREAM, .protocol = 0 },
                 .local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->address,
@@ -444,7 +572,7 @@ _public_ DAT_RETURN dat_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *ep_
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
         dat_object_lock();
         if (ep_state)
-                *ep_state = ep->state;
+                *ep_state = ep_reported_state(ep);
         if (recv_idle)
                 *recv_idle = ep->recv_outstanding == 0 ? DAT_TRUE : DAT_FALSE;
         if (request_idle)
@@ -594,6 +722,10 @@ _public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
         ep->remote_port = 0;
         ep->has_remote = false;
         memset(&ep->remote_address, 0, sizeof(ep->remote_address));
+        ep->conn_id = 0;
+        ep->remote_conn_qual = 0;
+        ep->active = false;
+        ep->event_pd_len = 0;
         dat_object_unlock();
         return DAT_SUCCESS;
 }
@@ -639,7 +771,10 @@ _public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
         ep->obj.closing = true;
         dat_object_unlock();
 
-        /* TODO(connection issue): abrupt disconnect of a connected EP. */
+        /* dat_ep_free(3DAT): "The destruction of the Endpoint during
+         * connection setup aborts connection establishment"; a connected
+         * EP is disconnected abruptly. */
+        conn_ep_abort(ep);
         srq = srq_lookup(ep->srq);
         if (srq && ep->recv_outstanding > 0)
                 srq_buffers_dropped(srq, ep->recv_outstanding);
@@ -677,27 +812,7 @@ DAT_RETURN ep_test_set_outstanding(DAT_EP_HANDLE handle, DAT_COUNT recv, DAT_COU
         return DAT_SUCCESS;
 }
 
-/* The connection and data-path entry points: later issues. */
-
-_public_ DAT_RETURN dat_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remote_ia_address,
-                                   DAT_CONN_QUAL remote_conn_qual, DAT_TIMEOUT timeout,
-                                   DAT_COUNT private_data_size, const DAT_PVOID private_data,
-                                   DAT_QOS quality_of_service, DAT_CONNECT_FLAGS connect_flags)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE ep_dup_handle,
-                                       DAT_TIMEOUT timeout, DAT_COUNT private_data_size,
-                                       const DAT_PVOID private_data, DAT_QOS quality_of_service)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS close_flags)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
+/* The data-path entry points: a later issue (connections are in conn.c). */
 
 _public_ DAT_RETURN dat_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
                                      DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,

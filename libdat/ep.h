@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 
 #include "libdat/handle.h"
+#include "proto/datp.h"
 
 struct ia;
 
@@ -30,7 +31,8 @@ struct ep {
         uint32_t datd_id;               /* datd's id of its DATP_OBJ_EP description */
         DAT_EP_STATE state;
 
-        DAT_PZ_HANDLE pz;               /* never DAT_HANDLE_NULL (users held) */
+        DAT_PZ_HANDLE pz;               /* DAT_HANDLE_NULL only for a provider-created
+                                         * EP not configured yet (users held) */
         DAT_EVD_HANDLE recv_evd;        /* DAT_HANDLE_NULL for none (users held) */
         DAT_EVD_HANDLE request_evd;
         DAT_EVD_HANDLE connect_evd;
@@ -60,6 +62,18 @@ struct ep {
         DAT_PORT_QUAL remote_port;
         struct sockaddr_storage remote_address;
         bool has_remote;
+
+        /* The connection (conn.c), under dat_object_lock: datd's id of it
+         * (0 before CONNECT / CR_ACCEPT answered), what dat_ep_dup_connect
+         * reuses, and the peer's private data of the last connection event
+         * (DAT_CONNECTION_EVENT_DATA points here: valid until the next). */
+        uint32_t conn_id;
+        DAT_CONN_QUAL remote_conn_qual;
+        DAT_CONNECT_FLAGS connect_flags;
+        bool active;                    /* this side called dat_ep_connect */
+        bool provider_made;             /* made by libdat for a DAT_PSP_PROVIDER_FLAG request */
+        DAT_COUNT event_pd_len;
+        unsigned char event_pd[DATP_PRIVATE_DATA_MAX];
 };
 
 /* The EP a handle names, or NULL. */
@@ -81,6 +95,11 @@ DAT_EP_STATE ep_state(const struct ep *ep);
  * data-path code).  The local state changes regardless; returns what
  * datd_object_update returned. */
 DAT_RETURN ep_set_state(struct ep *ep, DAT_EP_STATE state);
+
+/* Tells datd the EP's current description without waiting for the reply:
+ * for the progress thread and the connection calls, whose state changes
+ * must not wait on datd (its reply is dropped). */
+void ep_mirror_nowait(struct ep *ep);
 
 /* The argument checks dat_ep_query and dat_ep_modify share: the EP handle
  * (DAT_INVALID_HANDLE_EP), mask bits outside DAT_EP_FIELD_ALL (ARG2), a
@@ -108,6 +127,32 @@ void ep_check_watermarks(struct ep *ep);
 /* How many high watermark events an EP fired (soft, hard): for tests and
  * the trace until the EVD event path delivers them. */
 void ep_watermark_events(const struct ep *ep, unsigned *soft, unsigned *hard);
+
+/* Provider-created EPs (dat_psp_create(3DAT), DAT_PSP_PROVIDER_FLAG).
+ * ep_create_provider makes one on ia for a connection request: the
+ * provider's default attributes, no PZ, no EVDs, in
+ * DAT_EP_STATE_UNCONFIGURED_TENTATIVE, registered with datd (its max_eps
+ * quota applies: DAT_INSUFFICIENT_RESOURCES).  It makes a round trip to
+ * datd, so it must not run on the progress thread.  The EP reports
+ * DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING once dat_ep_modify gave it a
+ * PZ and a connection EVD (ep_provider_configured). */
+DAT_RETURN ep_create_provider(struct ia *ia, DAT_EP_HANDLE *ep_handle);
+
+/* Provider EPs being made off the progress thread: begin before the
+ * thread that makes one starts, end as its last act; a listener going away
+ * drains them (waits until none is in flight), so that none outlives the
+ * listener's IA or its CR EVD. */
+void ep_provider_begin(void);
+void ep_provider_end(void);
+void ep_provider_drain(void);
+
+/* Whether a provider-created EP has what dat_cr_accept needs (a PZ and a
+ * connection EVD).  Under dat_object_lock. */
+bool ep_provider_configured(const struct ep *ep);
+
+/* Frees a provider-created EP whose request was rejected (or never seen):
+ * unregisters it from datd and releases what dat_ep_modify gave it. */
+void ep_free_provider(DAT_EP_HANDLE ep_handle);
 
 /* TEST HOOK, not exported from libdat2.so.2: puts the EP named by handle in
  * any state (connections come later; the unit tests link libdatcore and

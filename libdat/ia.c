@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libdat/progress.h"
 #include "libdat/registry.h"
 
 static void ia_destroy(struct dat_object *obj);
@@ -59,6 +60,7 @@ static void ia_free(struct ia *ia)
 {
         if (!ia)
                 return;
+        progress_stop(ia);
         ia_release_borrowed_evd(ia);
         datd_conn_close(&ia->conn);
         dat_object_fini(&ia->obj);
@@ -69,6 +71,8 @@ static void ia_destroy(struct dat_object *obj)
 {
         struct ia *ia = dat_container_of(obj, struct ia, obj);
 
+        /* No event may reach a child being destroyed. */
+        progress_stop(ia);
         dat_object_destroy_children(&ia->obj);
         ia_free(ia);
 }
@@ -184,6 +188,8 @@ static DAT_RETURN ia_new(const char *name, const char *datd_name, struct ia **ou
         ret = open_in_datd(ia, datd_name);
         if (ret == DAT_SUCCESS)
                 ret = dat_object_init(&ia->obj, &ia_ops, NULL);
+        if (ret == DAT_SUCCESS)
+                ret = progress_start(ia);
         if (ret != DAT_SUCCESS) {
                 ia_free(ia);
                 return ret;

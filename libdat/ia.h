@@ -32,6 +32,7 @@ struct ia {
         char name[DAT_NAME_MAX_LENGTH];         /* the name the consumer opened */
         struct datp_ia_info info;               /* what datd said at IA_OPEN */
         const struct transport_caps *caps;
+        struct progress *progress;              /* its progress thread (progress.h) */
 
         /* The async EVD: the one dat_ia_openv created (own_async_evd, freed
          * with the IA), or one the consumer passed (borrowed_async_evd: its

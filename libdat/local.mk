@@ -54,3 +54,4 @@ libdat_libdatcore_la_SOURCES += libdat/pz.h libdat/lmr.h libdat/rmr.h libdat/mem
 libdat_libdatcore_la_SOURCES += libdat/ep.h libdat/ep_attr.c libdat/ep_attr.h libdat/ep_modify.c libdat/srq.h
 libdat_libdatcore_la_SOURCES += libdat/ep_events.c libdat/ep_events.h
 libdat_libdatcore_la_SOURCES += libdat/mem_object.c libdat/mem_object.h
+libdat_libdatcore_la_SOURCES += libdat/conn.c libdat/conn.h libdat/listener.c libdat/progress.c libdat/progress.h

@@ -1,24 +1,57 @@
-/* Reserved Service Points: the entry points are exported and check their first handle, and
- * return DAT_NOT_IMPLEMENTED until the RSP issue builds the object on the
- * common header of handle.h. */
+/* Reserved Service Points: dat_rsp_create, dat_rsp_query, dat_rsp_free (the
+ * object is in listener.c).  dat_rsp_create(3DAT): the EP, Unconnected,
+ * moves to Reserved; a request moves it to Passive Connection Pending;
+ * dat_rsp_free gives a still Reserved EP back as Unconnected. */
 #include "config.h"
 
-#include "libdat/handle.h"
+#include "libdat/conn.h"
 
+/* dat_rsp_create(3DAT) */
 _public_ DAT_RETURN dat_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_qual,
                                    DAT_EP_HANDLE ep_handle, DAT_EVD_HANDLE evd_handle,
                                    DAT_RSP_HANDLE *rsp_handle)
 {
-        return dat_not_implemented_on(ia_handle, DAT_HANDLE_TYPE_IA);
+        struct listener *l;
+        DAT_RETURN ret;
+
+        if (!dat_object_lookup(ia_handle, DAT_HANDLE_TYPE_IA))
+                return dat_invalid_handle(DAT_HANDLE_TYPE_IA);
+        if (!dat_object_lookup(ep_handle, DAT_HANDLE_TYPE_EP))
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        if (!rsp_handle)
+                return DAT_ERR_ARG(5);
+        ret = listener_create(ia_handle, DATP_LISTENER_RSP, conn_qual, evd_handle, 0, ep_handle, &l);
+        if (ret == DAT_SUCCESS)
+                *rsp_handle = l->obj.handle;
+        return ret;
 }
 
+/* dat_rsp_query(3DAT): mask bits outside DAT_RSP_FIELD_ALL: ARG2; NULL
+ * rsp_param: ARG3. */
 _public_ DAT_RETURN dat_rsp_query(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK rsp_param_mask,
                                   DAT_RSP_PARAM *rsp_param)
 {
-        return dat_not_implemented_on(rsp_handle, DAT_HANDLE_TYPE_RSP);
+        struct listener *l = rsp_lookup(rsp_handle);
+
+        if (!l)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_RSP);
+        if ((unsigned)rsp_param_mask & ~(unsigned)DAT_RSP_FIELD_ALL)
+                return DAT_ERR_ARG(2);
+        if (!rsp_param)
+                return DAT_ERR_ARG(3);
+        dat_object_lock();
+        *rsp_param = (DAT_RSP_PARAM){
+                .ia_handle = l->obj.parent->handle,
+                .conn_qual = l->conn_qual,
+                .evd_handle = l->evd,
+                .ep_handle = l->ep,
+        };
+        dat_object_unlock();
+        return DAT_SUCCESS;
 }
 
+/* dat_rsp_free(3DAT) */
 _public_ DAT_RETURN dat_rsp_free(DAT_RSP_HANDLE rsp_handle)
 {
-        return dat_not_implemented_on(rsp_handle, DAT_HANDLE_TYPE_RSP);
+        return listener_free(rsp_handle, DAT_HANDLE_TYPE_RSP);
 }

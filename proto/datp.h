@@ -363,12 +363,20 @@ struct datp_cr_accept_reply {
         uint32_t reserved;
 };
 
+/* DATP_CR_REJECT_NON_PEER: the provider (libdat), not the consumer, turns
+ * the request down -- no listener object any more, no EP could be made for
+ * a DAT_PSP_PROVIDER_FLAG listener (quota) -- so the active side gets
+ * DAT_CONNECTION_EVENT_NON_PEER_REJECTED and no private data (pd_len 0). */
+enum datp_cr_reject_flags {
+        DATP_CR_REJECT_NON_PEER = 1,
+};
+
 struct datp_cr_reject {
         struct datp_header hdr;
         uint32_t ia_id;
         uint32_t cr_id;
         uint32_t pd_len;
-        uint32_t reserved;
+        uint32_t flags;                /* enum datp_cr_reject_flags */
         uint8_t private_data[DATP_PRIVATE_DATA_MAX];
 };
 

@@ -180,6 +180,7 @@ assert_offset(struct datp_cr_accept_reply, conn_id, 24);
 assert_size(struct datp_cr_reject, 288);
 assert_offset(struct datp_cr_reject, cr_id, 20);
 assert_offset(struct datp_cr_reject, pd_len, 24);
+assert_offset(struct datp_cr_reject, flags, 28);
 assert_offset(struct datp_cr_reject, private_data, 32);
 assert_size(struct datp_cr_reject_reply, 24);
 

@@ -543,8 +543,10 @@ static int check_cr_reject(const union datp_message *m, const char **reason)
 {
         const struct datp_cr_reject *r = &m->cr_reject;
 
-        if (r->reserved != 0)
-                return refuse(reason, DATP_E_FIELD, "CR_REJECT: reserved not zero");
+        if (r->flags & ~(uint32_t)DATP_CR_REJECT_NON_PEER)
+                return refuse(reason, DATP_E_FIELD, "CR_REJECT: unknown flags");
+        if ((r->flags & DATP_CR_REJECT_NON_PEER) && r->pd_len != 0)
+                return refuse(reason, DATP_E_FIELD, "CR_REJECT: a non-peer reject carries no private data");
         return check_private_data(r->pd_len, r->private_data, reason);
 }
 

@@ -21,3 +21,4 @@ tests_libnetns_la_SOURCES = tests/netns.c tests/netns.h
 tests_libnetns_la_CFLAGS = $(AM_CFLAGS) -fvisibility=default
 endif
 include tests/netns/local.mk
+include tests/conn/local.mk

@@ -48,3 +48,33 @@ tests_daemon_test_datd_utf8_SOURCES = tests/daemon/test-datd-utf8.c daemon/utf8.
 tests_daemon_test_datd_utf8_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_daemon_test_datd_utf8_LDADD = $(CRITERION_LIBS)
 endif
+
+# Connections (daemon/conn.c) through raw protocol clients.
+if HAVE_CRITERION
+tests_daemon_libdatdtest_la_SOURCES += tests/daemon/conn-client.c tests/daemon/conn-client.h
+check_PROGRAMS += tests/daemon/test-datd-conn
+TESTS += tests/daemon/test-datd-conn
+tests_daemon_test_datd_conn_SOURCES = tests/daemon/test-datd-conn.c \
+	tests/daemon/conn-expect.c tests/daemon/conn-expect.h
+tests_daemon_test_datd_conn_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_conn_LDADD = $(datd_test_ldadd)
+endif
+
+# Connections between hosts: network namespaces (tests/netns.h), a datd in each.
+if HAVE_CRITERION
+check_PROGRAMS += tests/daemon/test-datd-conn-hosts
+TESTS += tests/daemon/test-datd-conn-hosts
+tests_daemon_test_datd_conn_hosts_SOURCES = tests/daemon/test-datd-conn-hosts.c \
+	tests/daemon/conn-expect.c tests/daemon/conn-expect.h
+tests_daemon_test_datd_conn_hosts_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_conn_hosts_LDADD = tests/libnetns.la $(datd_test_ldadd)
+endif
+
+# The connection-rate measurement: built by make check, never run by it.
+if HAVE_CRITERION
+check_PROGRAMS += tests/daemon/conn-rate
+tests_daemon_conn_rate_SOURCES = tests/daemon/conn-rate.c
+tests_daemon_conn_rate_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_daemon_conn_rate_LDADD = tests/daemon/libdatdtest.la tests/libnetns.la tests/libharness.la \
+	proto/libdatp.la $(SYSTEMD_LIBS)
+endif

@@ -337,6 +337,15 @@ Test(datd_lifecycle, check_config_rejects_unknown_users_and_groups)
                             " \"allow_groups\": [\"no-such-group-datd\"]}]}", "unknown group");
 }
 
+Test(datd_lifecycle, check_config_rejects_an_unknown_qos_class)
+{
+        expect_config_error("{\"ias\": [{\"name\": \"s\", \"transport\": \"shm\","
+                            " \"qos\": [\"best_effort\", \"fastest\"]}]}",
+                            "$.ias[0].qos[1]: unknown QoS \"fastest\"");
+        expect_config_error("{\"ias\": [{\"name\": \"s\", \"transport\": \"shm\", \"qos\": \"premium\"}]}",
+                            "$.ias[0].qos: expected an array");
+}
+
 Test(datd_lifecycle, check_config_rejects_broken_json)
 {
         expect_config_error("{\"log_level\": \"info\",}", ":1:");

@@ -178,7 +178,7 @@ Test(datd_protocol, ia_open_fills_the_info_and_the_quotas)
 
         start("{" IAS_SHM_TCP ", \"verbs\": false, \"limits\": {\"max_eps\": 111, \"max_evds\": 222,"
               " \"max_pzs\": 33, \"max_lmrs\": 444, \"max_rmrs\": 555, \"max_srqs\": 66,"
-              " \"max_lmr_bytes\": 8589934592, \"max_private_data\": 512}}");
+              " \"max_lmr_bytes\": 8589934592, \"max_private_data\": 200}}");
         fd = connect_hello();
         cr_assert_eq(raw_ia_open(fd, "shm", &reply), 0);
         cr_assert_eq(reply.status.dat_status, DAT_SUCCESS);
@@ -204,7 +204,7 @@ Test(datd_protocol, ia_open_fills_the_info_and_the_quotas)
         cr_expect_eq(reply.info.max_rmrs, 555);
         cr_expect_eq(reply.info.max_srqs, 66);
         cr_expect_eq(reply.info.max_lmr_bytes, 8589934592ull);
-        cr_expect_eq(reply.info.max_private_data, 512);
+        cr_expect_eq(reply.info.max_private_data, 200);
         close(fd);
         stop();
 }

@@ -169,3 +169,46 @@ Test(datctl_list, object_rows_show_length_and_qlen_only_where_they_apply)
                          "7/app tcp LMR  0xa0   0xb0 -       3.0M    -  1\n"
                          "7/app tcp EVD  0xc0   -    -          - 1024  2\n");
 }
+
+Test(datctl_list, listener_list_expects_the_dbus_api_type)
+{
+        _cleanup_free_ char *sig = list_signature(&list_view_listeners);
+
+        /* DBUS-API.md: ListListeners() -> a(tussstutu) */
+        cr_assert_str_eq(sig, "a(tussstutu)");
+}
+
+Test(datctl_list, connection_list_expects_the_dbus_api_type)
+{
+        _cleanup_free_ char *sig = list_signature(&list_view_connections);
+
+        /* DBUS-API.md: ListConnections() -> a(utussssststttu) */
+        cr_assert_str_eq(sig, "a(utussssststttu)");
+}
+
+Test(datctl_list, listener_rows_show_kind_conn_qual_and_requests)
+{
+        _cleanup_(json_decrefp) json_t *rows = json_pack(
+                "[{sI sI ss ss ss sI si sI si}]", "client_id", (json_int_t)3, "pid", (json_int_t)4242,
+                "command", "server", "ia", "tcp", "kind", "PSP_ANY", "conn_qual", (json_int_t)49152,
+                "pending", 2, "accepted", (json_int_t)17, "id", 5);
+        _cleanup_free_ char *out = render(rows, &list_view_listeners, 0);
+
+        cr_assert_str_eq(out,
+                         "OWNER       IA  KIND    CONN_QUAL PENDING ACCEPTED ID\n"
+                         "4242/server tcp PSP_ANY     49152       2       17  5\n");
+}
+
+Test(datctl_list, connection_rows_show_both_addresses_state_and_age)
+{
+        _cleanup_(json_decrefp) json_t *rows = json_pack(
+                "[{si sI sI ss ss ss ss ss sI ss sI sI sI si}]", "id", 7, "client_id", (json_int_t)3,
+                "pid", (json_int_t)4242, "command", "client", "ia", "tcp", "role", "active",
+                "local_address", "10.0.0.1", "remote_address", "10.0.0.2", "remote_conn_qual",
+                (json_int_t)4000, "state", "ESTABLISHED", "age_usec", (json_int_t)(90 * SEC),
+                "bytes_sent", (json_int_t)0, "bytes_received", (json_int_t)0, "peer_pid", 0);
+        _cleanup_free_ char *out = render(rows, &list_view_connections, 0);
+
+        cr_assert_not_null(strstr(out, "4242/client tcp active 10.0.0.1 10.0.0.2      4000    - "
+                                       "ESTABLISHED 1min 30s"), "%s", out);
+}

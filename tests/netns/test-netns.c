@@ -451,7 +451,11 @@ Test(test_net_cleanup, destroy_leaves_no_namespace_and_no_link)
 {
         char names[4][64];
         const char *links[] = { TEST_NET_IFNAME, "br0", "port-a", "port-b", "port-c" };
+        bool had[ARRAY_SIZE(links)];
 
+        /* A name the machine itself uses proves nothing either way. */
+        for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+                had[i] = link_here(links[i]);
         cr_assert_eq(test_net_create(&net, 3), 0);
         for (unsigned i = 0; i < 3; i++)
                 snprintf(names[i], sizeof(names[i]), "%s", test_net_host_ns(net, i));
@@ -459,14 +463,16 @@ Test(test_net_cleanup, destroy_leaves_no_namespace_and_no_link)
         for (size_t i = 0; i < ARRAY_SIZE(names); i++)
                 cr_assert(ns_listed(names[i]), "%s is not listed while the net lives", names[i]);
         for (size_t i = 0; i < ARRAY_SIZE(links); i++)
-                cr_assert_not(link_here(links[i]), "%s appeared in the test's namespace", links[i]);
+                cr_assert(had[i] || !link_here(links[i]), "%s appeared in the test's namespace",
+                          links[i]);
 
         test_net_destroy(&net);
         cr_assert_null(net);
         for (size_t i = 0; i < ARRAY_SIZE(names); i++)
                 cr_assert_not(ns_listed(names[i]), "%s outlived test_net_destroy()", names[i]);
         for (size_t i = 0; i < ARRAY_SIZE(links); i++)
-                cr_assert_not(link_here(links[i]), "%s is left in the test's namespace", links[i]);
+                cr_assert(had[i] || !link_here(links[i]), "%s is left in the test's namespace",
+                          links[i]);
         test_net_destroy(&net);         /* twice: nothing happens */
         test_net_destroy(NULL);
 }

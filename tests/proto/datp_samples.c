@@ -27,6 +27,22 @@ const struct datp_sample datp_samples[] = {
         { REPLY(DATP_OBJ_UPDATE), DATP_TO_CLIENT, 1, "obj-update-reply" },
         { DATP_OBJ_DESTROY, DATP_TO_DAEMON, 1, "obj-destroy" },
         { REPLY(DATP_OBJ_DESTROY), DATP_TO_CLIENT, 1, "obj-destroy-reply" },
+        { DATP_LISTEN, DATP_TO_DAEMON, 1, "listen" },
+        { REPLY(DATP_LISTEN), DATP_TO_CLIENT, 1, "listen-reply" },
+        { DATP_UNLISTEN, DATP_TO_DAEMON, 1, "unlisten" },
+        { REPLY(DATP_UNLISTEN), DATP_TO_CLIENT, 1, "unlisten-reply" },
+        { DATP_CONNECT, DATP_TO_DAEMON, 1, "connect" },
+        { REPLY(DATP_CONNECT), DATP_TO_CLIENT, 1, "connect-reply" },
+        { DATP_CR_ACCEPT, DATP_TO_DAEMON, 1, "cr-accept" },
+        { REPLY(DATP_CR_ACCEPT), DATP_TO_CLIENT, 1, "cr-accept-reply" },
+        { DATP_CR_REJECT, DATP_TO_DAEMON, 1, "cr-reject" },
+        { REPLY(DATP_CR_REJECT), DATP_TO_CLIENT, 1, "cr-reject-reply" },
+        { DATP_CR_HANDOFF, DATP_TO_DAEMON, 1, "cr-handoff" },
+        { REPLY(DATP_CR_HANDOFF), DATP_TO_CLIENT, 1, "cr-handoff-reply" },
+        { DATP_DISCONNECT, DATP_TO_DAEMON, 1, "disconnect" },
+        { REPLY(DATP_DISCONNECT), DATP_TO_CLIENT, 1, "disconnect-reply" },
+        { DATP_EV_CONN_REQUEST, DATP_TO_CLIENT, 1, "ev-conn-request" },
+        { DATP_EV_CONN, DATP_TO_CLIENT, 1, "ev-conn" },
         { DATP_ERROR, DATP_TO_CLIENT, 1, "error" },
 };
 const size_t datp_n_samples = ARRAY_SIZE(datp_samples);
@@ -65,6 +81,26 @@ static void sample_ia_info(struct datp_ia_info *info)
         info->max_srqs = 16;
         info->max_private_data = 256;
         info->max_lmr_bytes = 1ull << 30;
+}
+
+/* The remote IA 192.0.2.1 (TEST-NET-1). */
+static void sample_remote(struct sockaddr_storage *ss, uint32_t *len)
+{
+        struct sockaddr_in sin = {
+                .sin_family = AF_INET,
+                .sin_addr.s_addr = htonl(0xc0000201u),
+        };
+
+        memcpy(ss, &sin, sizeof(sin));
+        *len = sizeof(sin);
+}
+
+/* 64 bytes of private data, the least every provider offers. */
+static void sample_private_data(uint8_t *pd, uint32_t *len)
+{
+        for (unsigned i = 0; i < 64; i++)
+                pd[i] = (uint8_t) (i + 1);
+        *len = 64;
 }
 
 void datp_sample_obj_desc(uint32_t kind, struct datp_obj_desc *d)
@@ -164,6 +200,81 @@ size_t datp_sample_build(const struct datp_sample *s, union datp_message *m)
                 m->obj_destroy.obj_id = 9;
                 break;
         case REPLY(DATP_OBJ_DESTROY):
+                break;
+        case DATP_LISTEN:
+                m->listen.ia_id = 7;
+                m->listen.kind = DATP_LISTENER_PSP;
+                m->listen.conn_qual = 4242;
+                m->listen.handle = 0x7f0000000600ull;
+                m->listen.psp_flags = 1; /* DAT_PSP_PROVIDER_FLAG */
+                break;
+        case REPLY(DATP_LISTEN):
+                m->listen_reply.listener_id = 3;
+                m->listen_reply.conn_qual = 4242;
+                break;
+        case DATP_UNLISTEN:
+                m->unlisten.ia_id = 7;
+                m->unlisten.listener_id = 3;
+                break;
+        case DATP_CONNECT:
+                m->connect.ia_id = 7;
+                m->connect.ep_handle = 0x7f0000000700ull;
+                sample_remote(&m->connect.remote_address, &m->connect.remote_address_len);
+                m->connect.qos = 0x01; /* DAT_QOS_HIGH_THROUGHPUT */
+                m->connect.remote_conn_qual = 4242;
+                m->connect.timeout_us = 1000000;
+                sample_private_data(m->connect.private_data, &m->connect.pd_len);
+                break;
+        case REPLY(DATP_CONNECT):
+                m->connect_reply.conn_id = 11;
+                break;
+        case DATP_CR_ACCEPT:
+                m->cr_accept.ia_id = 7;
+                m->cr_accept.cr_id = 5;
+                m->cr_accept.ep_handle = 0x7f0000000800ull;
+                sample_private_data(m->cr_accept.private_data, &m->cr_accept.pd_len);
+                break;
+        case REPLY(DATP_CR_ACCEPT):
+                m->cr_accept_reply.conn_id = 12;
+                break;
+        case DATP_CR_REJECT:
+                m->cr_reject.ia_id = 7;
+                m->cr_reject.cr_id = 5;
+                sample_private_data(m->cr_reject.private_data, &m->cr_reject.pd_len);
+                break;
+        case DATP_CR_HANDOFF:
+                m->cr_handoff.ia_id = 7;
+                m->cr_handoff.cr_id = 5;
+                m->cr_handoff.conn_qual = 4343;
+                break;
+        case DATP_DISCONNECT:
+                m->disconnect.ia_id = 7;
+                m->disconnect.conn_id = 11;
+                m->disconnect.flags = DATP_CLOSE_GRACEFUL;
+                break;
+        case REPLY(DATP_UNLISTEN):
+        case REPLY(DATP_CR_REJECT):
+        case REPLY(DATP_CR_HANDOFF):
+        case REPLY(DATP_DISCONNECT):
+                break;
+        case DATP_EV_CONN_REQUEST:
+                m->hdr.request_id = 0;
+                m->ev_conn_request.ia_id = 7;
+                m->ev_conn_request.listener_id = 3;
+                m->ev_conn_request.cr_id = 5;
+                m->ev_conn_request.conn_qual = 4242;
+                m->ev_conn_request.remote_port = 11;
+                sample_remote(&m->ev_conn_request.remote_address,
+                              &m->ev_conn_request.remote_address_len);
+                sample_private_data(m->ev_conn_request.private_data, &m->ev_conn_request.pd_len);
+                break;
+        case DATP_EV_CONN:
+                m->hdr.request_id = 0;
+                m->ev_conn.ia_id = 7;
+                m->ev_conn.conn_id = 11;
+                m->ev_conn.ep_handle = 0x7f0000000700ull;
+                m->ev_conn.event = 0x04001; /* DAT_CONNECTION_EVENT_ESTABLISHED */
+                sample_private_data(m->ev_conn.private_data, &m->ev_conn.pd_len);
                 break;
         case DATP_ERROR:
                 m->error.status.dat_status = 0x80040000u; /* DAT_INTERNAL_ERROR */

@@ -38,3 +38,12 @@ tests_proto_test_datp_random_LDADD = $(datp_test_ldadd)
 tests_proto_datp_corpus_gen_SOURCES = tests/proto/datp-corpus-gen.c
 tests_proto_datp_corpus_gen_LDADD = tests/proto/libdatpsamples.la
 endif
+
+if HAVE_CRITERION
+check_PROGRAMS += tests/proto/test-datp-conn
+TESTS += tests/proto/test-datp-conn
+tests_proto_test_datp_conn_SOURCES = tests/proto/test-datp-conn.c
+tests_proto_test_datp_conn_CFLAGS = $(datp_test_cflags)
+tests_proto_test_datp_conn_LDADD = $(datp_test_ldadd)
+endif
+noinst_HEADERS += tests/proto/datp-expect.h

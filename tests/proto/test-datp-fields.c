@@ -9,30 +9,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "tests/proto/datp_samples.h"
+#include "tests/proto/datp-expect.h"
 
 #define DAT_ERR(type) (0x80000000u | (type))
 #define DAT_PROVIDER_NOT_FOUND_ERR DAT_ERR(0x000a0000u)
-
-/* The message under test and the sample it was built from. */
-static union datp_message m;
-static const struct datp_sample *s;
-
-static void start(uint16_t type)
-{
-        s = datp_sample_build_type(type, &m);
-}
-
-static void expect(int code)
-{
-        const char *reason = NULL;
-        int r = datp_validate(&m, m.hdr.length, 0, s->dir, s->version, &reason);
-
-        cr_expect_eq(r, code, "%s: got %d (%s), want %d", datp_type_name(s->type), r,
-                     reason ? reason : "accepted", code);
-        if (r < 0)
-                cr_expect_not_null(reason);
-}
 
 static struct datp_ia_info *open_reply_info(void)
 {

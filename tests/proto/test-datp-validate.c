@@ -120,7 +120,8 @@ Test(datp_validate, header_length_must_equal_bytes_received)
 Test(datp_validate, unknown_type_is_refused)
 {
         static const uint16_t unknown[] = {
-                0, DATP_OBJ_DESTROY + 1, 0x7ffe, DATP_REPLY, DATP_REPLY | (DATP_OBJ_DESTROY + 1),
+                0, DATP_DISCONNECT + 1, DATP_EV_CONN + 1, 0x7ffe, DATP_REPLY,
+                DATP_REPLY | (DATP_DISCONNECT + 1), DATP_REPLY | DATP_EV_CONN,
                 DATP_ERROR | DATP_REPLY,
         };
         union datp_message m;

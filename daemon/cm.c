@@ -1,0 +1,504 @@
+/* CM links (cm.h): framing, HELLO, keepalive and loss of the TCP links
+ * between datds.  What the messages mean is conn.c's. */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/cm.h"
+#include "daemon/list.h"
+#include "daemon/log.h"
+#include "daemon/manager.h"
+#include "daemon/netif.h"
+
+_Static_assert(sizeof(struct cm_header) == 16, "CM header layout");
+_Static_assert(sizeof(struct cm_hello) == 16 + 56, "CM HELLO layout");
+_Static_assert(sizeof(struct cm_addr) == 20, "CM address layout");
+_Static_assert(sizeof(struct cm_conn) == 16 + 32 + 40 + DATP_PRIVATE_DATA_MAX, "CM conn layout");
+
+/* A link that cannot send this much is as good as lost. */
+#define CM_WBUF_MAX (16u << 20)
+
+struct CmLink {
+        Manager *manager;
+        int fd;
+        sd_event_source *io;
+        struct sockaddr_storage addr;   /* the peer's IP, port 0 */
+        socklen_t addr_len;
+        bool outgoing;
+        bool connecting;                /* outgoing, TCP handshake not done */
+        bool up;                        /* the peer's HELLO arrived */
+        uint8_t host_id[16];
+        uint8_t rbuf[CM_MAX_MESSAGE] __attribute__((aligned(8))); /* read as the structs */
+        size_t rlen;
+        uint8_t *wbuf;
+        size_t wlen, wcap;
+        uint64_t last_rx_usec;
+        LIST_FIELDS(CmLink, links);
+};
+
+static uint64_t now_usec(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+const struct sockaddr_storage *cm_link_address(const CmLink *l, socklen_t *len)
+{
+        *len = l->addr_len;
+        return &l->addr;
+}
+
+Manager *cm_link_manager(const CmLink *l)
+{
+        return l->manager;
+}
+
+bool cm_link_is_up(const CmLink *l)
+{
+        return l->up;
+}
+
+uint32_t cm_n_links(Manager *m)
+{
+        return m->n_cm_links;
+}
+
+static void link_describe(const CmLink *l, char *buf, size_t size)
+{
+        sockaddr_to_string((const struct sockaddr *) &l->addr, l->addr_len, buf, size);
+}
+
+static void link_free(CmLink *l, const char *why)
+{
+        Manager *m = l->manager;
+        char a[SOCKADDR_STRING_MAX];
+        bool was_up = l->up;
+
+        link_describe(l, a, sizeof(a));
+        log_full(was_up ? LOG_WARNING : LOG_INFO, "CM link to %s (%s): %s.", a,
+                 l->outgoing ? "outgoing" : "incoming", why);
+        LIST_REMOVE(links, m->cm_links, l);
+        m->n_cm_links--;
+        sd_event_source_disable_unref(l->io);
+        l->io = NULL;
+        /* conn.c drops every connection over the link; it may not send on it. */
+        conn_cm_link_lost(l, was_up);
+        if (l->fd >= 0)
+                close(l->fd);
+        free(l->wbuf);
+        free(l);
+}
+
+static int link_flush(CmLink *l)
+{
+        while (l->wlen > 0) {
+                ssize_t n = send(l->fd, l->wbuf, l->wlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                break;
+                        return -errno;
+                }
+                memmove(l->wbuf, l->wbuf + n, l->wlen - (size_t) n);
+                l->wlen -= (size_t) n;
+        }
+        return sd_event_source_set_io_events(l->io, l->wlen > 0 ? EPOLLIN | EPOLLOUT : EPOLLIN);
+}
+
+/* Appends a wire-order message; sends now unless the link is connecting. */
+static void link_queue(CmLink *l, const void *msg, size_t len)
+{
+        if (l->wlen + len > CM_WBUF_MAX) {
+                log_warning("CM link: %zu bytes unsent, dropping it.", l->wlen);
+                sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
+                shutdown(l->fd, SHUT_RDWR);
+                return;
+        }
+        if (l->wlen + len > l->wcap) {
+                size_t cap = l->wcap ? l->wcap * 2 : 4096;
+                uint8_t *b;
+
+                while (cap < l->wlen + len)
+                        cap *= 2;
+                b = realloc(l->wbuf, cap);
+                if (!b) {
+                        log_oom();
+                        return;
+                }
+                l->wbuf = b;
+                l->wcap = cap;
+        }
+        memcpy(l->wbuf + l->wlen, msg, len);
+        l->wlen += len;
+        if (!l->connecting && link_flush(l) < 0)
+                shutdown(l->fd, SHUT_RDWR);     /* the next read reports it */
+}
+
+static void header_init(struct cm_header *h, uint16_t type, size_t len)
+{
+        h->magic = htonl(CM_MAGIC);
+        h->version = htons(CM_VERSION);
+        h->type = htons(type);
+        h->length = htonl((uint32_t) len);
+        h->reserved = 0;
+}
+
+static void send_hello(CmLink *l)
+{
+        Manager *m = l->manager;
+        struct cm_hello h = {};
+
+        header_init(&h.hdr, CM_HELLO, sizeof(h));
+        memcpy(h.host_id, m->host_id.bytes, sizeof(h.host_id));
+        snprintf(h.version, sizeof(h.version), "%s", PACKAGE_VERSION);
+        h.keepalive_ms = htonl(m->config->cm_keepalive_ms);
+        link_queue(l, &h, sizeof(h));
+}
+
+static void addr_to_wire(const struct cm_addr *in, struct cm_addr *out)
+{
+        *out = *in;
+        out->family = htons(in->family);
+}
+
+void cm_send_conn(CmLink *l, uint16_t type, const struct cm_conn *b)
+{
+        struct cm_conn w = {};
+
+        header_init(&w.hdr, type, sizeof(w));
+        w.src_conn_id = htonl(b->src_conn_id);
+        w.dst_conn_id = htonl(b->dst_conn_id);
+        w.reason = htonl(b->reason);
+        w.pid = htonl(b->pid);
+        w.conn_qual = htobe64(b->conn_qual);
+        w.qos = htonl(b->qos);
+        w.pd_len = htonl(b->pd_len);
+        addr_to_wire(&b->src, &w.src);
+        addr_to_wire(&b->dst, &w.dst);
+        memcpy(w.private_data, b->private_data, b->pd_len <= DATP_PRIVATE_DATA_MAX ? b->pd_len : 0);
+        link_queue(l, &w, sizeof(w));
+}
+
+static bool addr_from_wire(const struct cm_addr *in, struct cm_addr *out)
+{
+        *out = *in;
+        out->family = ntohs(in->family);
+        return out->family == AF_INET || out->family == AF_INET6;
+}
+
+/* One whole message in l->rbuf: false if it breaks the protocol. */
+static bool link_dispatch(CmLink *l, const char **why)
+{
+        const struct cm_header *h = (const struct cm_header *) l->rbuf;
+        uint16_t type = ntohs(h->type);
+        struct cm_conn c;
+
+        if (type == CM_HELLO) {
+                const struct cm_hello *hello = (const struct cm_hello *) l->rbuf;
+                char a[SOCKADDR_STRING_MAX], v[sizeof(hello->version) + 1] = "";
+
+                if (l->up || ntohl(h->length) != sizeof(*hello)) {
+                        *why = "unexpected or malformed HELLO";
+                        return false;
+                }
+                memcpy(v, hello->version, sizeof(hello->version));
+                for (char *p = v; *p; p++)
+                        if (*p < 0x20 || *p > 0x7e)
+                                *p = '?';
+                memcpy(l->host_id, hello->host_id, sizeof(l->host_id));
+                l->up = true;
+                link_describe(l, a, sizeof(a));
+                log_info("CM link to %s (%s) up: datd %s.", a, l->outgoing ? "outgoing" : "incoming", v);
+                return true;
+        }
+        if (!l->up) {
+                *why = "message before HELLO";
+                return false;
+        }
+        if (type == CM_KEEPALIVE) {
+                if (ntohl(h->length) != sizeof(*h)) {
+                        *why = "malformed KEEPALIVE";
+                        return false;
+                }
+                return true;
+        }
+        if (type < CM_CONNECT_REQ || type > CM_DISCONNECT || ntohl(h->length) != sizeof(c)) {
+                *why = "unknown message type or wrong size";
+                return false;
+        }
+        memcpy(&c, l->rbuf, sizeof(c));
+        c.src_conn_id = ntohl(c.src_conn_id);
+        c.dst_conn_id = ntohl(c.dst_conn_id);
+        c.reason = ntohl(c.reason);
+        c.pid = ntohl(c.pid);
+        c.conn_qual = be64toh(c.conn_qual);
+        c.qos = ntohl(c.qos);
+        c.pd_len = ntohl(c.pd_len);
+        if (c.pd_len > DATP_PRIVATE_DATA_MAX) {
+                *why = "pd_len beyond the maximum";
+                return false;
+        }
+        if (type == CM_CONNECT_REQ && (!addr_from_wire(&c.src, &c.src) ||
+                                       !addr_from_wire(&c.dst, &c.dst))) {
+                *why = "CONNECT_REQ address neither IPv4 nor IPv6";
+                return false;
+        }
+        conn_cm_receive(l, type, &c);
+        return true;
+}
+
+static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        CmLink *l = userdata;
+        const char *why = NULL;
+        int r;
+
+        if (l->connecting && (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+                int err = 0;
+                socklen_t len = sizeof(err);
+
+                if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                        err = errno;
+                if (err) {
+                        link_free(l, strerror(err));
+                        return 0;
+                }
+                l->connecting = false;
+        }
+        if (revents & EPOLLOUT) {
+                r = link_flush(l);
+                if (r < 0) {
+                        link_free(l, strerror(-r));
+                        return 0;
+                }
+        }
+        if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+                return 0;
+        for (;;) {
+                const struct cm_header *h = (const struct cm_header *) l->rbuf;
+                size_t want = sizeof(*h);
+                ssize_t n;
+
+                if (l->rlen >= sizeof(*h)) {
+                        if (ntohl(h->magic) != CM_MAGIC || ntohs(h->version) != CM_VERSION) {
+                                link_free(l, "bad magic or CM version");
+                                return 0;
+                        }
+                        want = ntohl(h->length);
+                        if (want < sizeof(*h) || want > CM_MAX_MESSAGE) {
+                                link_free(l, "bad message length");
+                                return 0;
+                        }
+                }
+                if (l->rlen == want && want > sizeof(*h) - 1 && l->rlen >= sizeof(*h)) {
+                        if (!link_dispatch(l, &why)) {
+                                link_free(l, why);
+                                return 0;
+                        }
+                        l->rlen = 0;
+                        /* conn_cm_receive() may not free the link: it only sends. */
+                        continue;
+                }
+                n = recv(fd, l->rbuf + l->rlen, want - l->rlen, MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EAGAIN || errno == EINTR)
+                                return 0;
+                        link_free(l, strerror(errno));
+                        return 0;
+                }
+                if (n == 0) {
+                        link_free(l, "closed by the peer");
+                        return 0;
+                }
+                l->rlen += (size_t) n;
+                l->last_rx_usec = now_usec();
+        }
+}
+
+static CmLink *link_new(Manager *m, int fd, bool outgoing, const struct sockaddr_storage *ip,
+                        socklen_t len)
+{
+        CmLink *l = calloc(1, sizeof(*l));
+        int one = 1;
+
+        if (!l) {
+                close(fd);
+                return NULL;
+        }
+        l->manager = m;
+        l->fd = fd;
+        l->outgoing = outgoing;
+        l->connecting = outgoing;
+        memcpy(&l->addr, ip, len);
+        l->addr_len = len;
+        if (l->addr.ss_family == AF_INET)
+                ((struct sockaddr_in *) &l->addr)->sin_port = 0;
+        else if (l->addr.ss_family == AF_INET6)
+                ((struct sockaddr_in6 *) &l->addr)->sin6_port = 0;
+        l->last_rx_usec = now_usec();
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (sd_event_add_io(m->event, &l->io, fd, outgoing ? EPOLLIN | EPOLLOUT : EPOLLIN,
+                            link_on_io, l) < 0) {
+                close(fd);
+                free(l);
+                return NULL;
+        }
+        LIST_PREPEND(links, m->cm_links, l);
+        m->n_cm_links++;
+        send_hello(l);
+        return l;
+}
+
+CmLink *cm_link_get(Manager *m, const struct sockaddr_storage *ip, socklen_t len)
+{
+        struct sockaddr_storage to;
+        char a[SOCKADDR_STRING_MAX];
+        CmLink *l;
+        int fd;
+
+        LIST_FOREACH(links, l, m->cm_links)
+                if (sockaddr_same_host((const struct sockaddr *) &l->addr, (const struct sockaddr *) ip))
+                        return l;
+        sockaddr_to_string((const struct sockaddr *) ip, len, a, sizeof(a));
+        if (m->n_cm_links >= m->config->limits.max_cm_links) {
+                log_warning("No CM link to %s: max_cm_links (%" PRIu32 ") reached.", a,
+                            m->config->limits.max_cm_links);
+                return NULL;
+        }
+        memcpy(&to, ip, len);
+        if (to.ss_family == AF_INET)
+                ((struct sockaddr_in *) &to)->sin_port = htons(m->config->cm_port);
+        else
+                ((struct sockaddr_in6 *) &to)->sin6_port = htons(m->config->cm_port);
+        fd = socket(to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                log_warning_errno(-errno, "No CM link to %s: socket: %m", a);
+                return NULL;
+        }
+        if (connect(fd, (struct sockaddr *) &to, len) < 0 && errno != EINPROGRESS) {
+                log_info_errno(-errno, "No CM link to %s port %u: %m", a, m->config->cm_port);
+                close(fd);
+                return NULL;
+        }
+        log_debug("CM link to %s port %u: connecting.", a, m->config->cm_port);
+        return link_new(m, fd, true, ip, len);
+}
+
+static int cm_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        Manager *m = userdata;
+        struct sockaddr_storage peer;
+        socklen_t len = sizeof(peer);
+        int cfd = accept4(fd, (struct sockaddr *) &peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (cfd < 0)
+                return 0;
+        if (m->n_cm_links >= m->config->limits.max_cm_links) {
+                log_warning("Refusing a CM link: max_cm_links (%" PRIu32 ") reached.",
+                            m->config->limits.max_cm_links);
+                close(cfd);
+                return 0;
+        }
+        /* An IPv4 peer on the dual-stack socket is ::ffff:a.b.c.d: keep it IPv4. */
+        if (peer.ss_family == AF_INET6 &&
+            IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *) &peer)->sin6_addr)) {
+                struct sockaddr_in sin = { .sin_family = AF_INET };
+
+                memcpy(&sin.sin_addr, &((struct sockaddr_in6 *) &peer)->sin6_addr.s6_addr[12], 4);
+                memset(&peer, 0, sizeof(peer));
+                memcpy(&peer, &sin, sizeof(sin));
+                len = sizeof(sin);
+        }
+        link_new(m, cfd, false, &peer, len);
+        return 0;
+}
+
+static int cm_on_tick(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Manager *m = userdata;
+        uint64_t period = (uint64_t) m->config->cm_keepalive_ms * 1000u;
+        uint64_t now = now_usec();
+        CmLink *l, *n;
+
+        LIST_FOREACH_SAFE(links, l, n, m->cm_links) {
+                if (now - l->last_rx_usec > 2 * period) {
+                        link_free(l, l->up ? "no keepalive for two periods" : "no answer");
+                        continue;
+                }
+                if (l->up) {
+                        struct cm_header h;
+
+                        header_init(&h, CM_KEEPALIVE, sizeof(h));
+                        link_queue(l, &h, sizeof(h));
+                }
+        }
+        sd_event_source_set_time_relative(s, period / 2);
+        return 0;
+}
+
+int cm_start(Manager *m)
+{
+        struct sockaddr_in6 any = {
+                .sin6_family = AF_INET6,
+                .sin6_addr = IN6ADDR_ANY_INIT,
+                .sin6_port = htons(m->config->cm_port),
+        };
+        int one = 1, zero = 0, fd, r;
+
+        sd_id128_randomize(&m->host_id);
+        r = sd_event_add_time_relative(m->event, &m->cm_tick, CLOCK_MONOTONIC,
+                                       (uint64_t) m->config->cm_keepalive_ms * 500u, 1000,
+                                       cm_on_tick, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the CM keepalive timer: %m");
+        sd_event_source_set_enabled(m->cm_tick, SD_EVENT_ON);
+        fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                goto fail;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        if (bind(fd, (struct sockaddr *) &any, sizeof(any)) < 0 || listen(fd, 128) < 0)
+                goto fail;
+        r = sd_event_add_io(m->event, &m->cm_listen_source, fd, EPOLLIN, cm_on_accept, m);
+        if (r < 0) {
+                errno = -r;
+                goto fail;
+        }
+        m->cm_listen_fd = fd;
+        log_info("CM port %u: listening for other hosts' datds.", m->config->cm_port);
+        return 0;
+fail:
+        r = -errno;
+        if (fd >= 0)
+                close(fd);
+        /* Same-host connections need no CM port; another host cannot reach
+         * this one, and says so (UNREACHABLE). */
+        log_warning_errno(r, "CM port %u: cannot listen, no other host can connect here: %m",
+                          m->config->cm_port);
+        return 0;
+}
+
+void cm_stop(Manager *m)
+{
+        while (m->cm_links)
+                link_free(m->cm_links, "datd is stopping");
+        m->cm_tick = sd_event_source_disable_unref(m->cm_tick);
+        m->cm_listen_source = sd_event_source_disable_unref(m->cm_listen_source);
+        if (m->cm_listen_fd >= 0)
+                close(m->cm_listen_fd);
+        m->cm_listen_fd = -1;
+}

@@ -1,0 +1,1478 @@
+/* Listeners and same-host connection negotiation (conn.h, PROTOCOL.md
+ * "Connections").  Everything here runs on datd's one event loop; a request
+ * is answered first and the events it causes follow, so that a client always
+ * knows a conn_id before an event names it. */
+#include <config.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <dat2/udat.h>
+
+#include "daemon/client.h"
+#include "daemon/cm.h"
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "daemon/netif.h"
+
+#define DAT_ERR(type, subtype) ((uint32_t) (DAT_CLASS_ERROR | (type) | (subtype)))
+
+/* Buckets of the conn_qual hash (listeners are few); the id hashes start
+ * with ID_HASH_MIN buckets and double whenever they hold two entries per
+ * bucket.  Ids come from one counter, so consecutive ids land in consecutive
+ * buckets. */
+#define CONN_BUCKETS 4096u
+#define ID_HASH_MIN 1024u
+#define ID_HASH_MAX (1u << 24)
+
+_Static_assert(DATP_PRIVATE_DATA_MAX >= 64, "dat_ep_connect(3DAT): at least 64 bytes");
+
+/* The first member of every Listener, Cr and Conn: its place in an id hash. */
+typedef struct IdLink IdLink;
+struct IdLink {
+        IdLink *next;
+        uint32_t id;
+};
+
+typedef struct IdHash {
+        IdLink **buckets;
+        uint32_t mask;                  /* buckets - 1 */
+        uint32_t n;
+} IdHash;
+
+typedef struct Listener Listener;
+typedef struct Cr Cr;
+typedef struct Conn Conn;
+
+enum conn_state {
+        CONN_REQUESTED,         /* active: CONNECT sent, no answer yet */
+        CONN_ESTABLISHED,
+};
+
+struct Listener {
+        IdLink hlink;                   /* first: ConnTable.listeners */
+        ConnTable *table;
+        IaInstance *instance;
+        uint32_t id;
+        uint32_t kind;                  /* enum datp_listener_kind */
+        uint64_t conn_qual;
+        uint64_t handle;
+        uint32_t n_pending;
+        uint64_t n_accepted;
+        uint64_t n_delivered;           /* requests sent to its process (an RSP: one at most) */
+        Listener *qual_next;            /* ConnTable.listener_by_qual */
+        LIST_FIELDS(Listener, listeners); /* the instance's */
+        Cr *crs;                        /* pending requests, newest first */
+};
+
+/* A connection request waiting at a listener.  active is NULL once the
+ * active side gave up (timeout, disconnect, death): the request stays until
+ * the passive side answers it, and an accept then fails
+ * (ACCEPT_COMPLETION_ERROR). */
+struct Cr {
+        IdLink hlink;                   /* first: ConnTable.crs */
+        ConnTable *table;
+        uint32_t id;
+        Listener *listener;
+        Conn *active;                   /* same host: the active end */
+        CmLink *link;                   /* another host: the link it came over */
+        uint32_t remote_conn_id;        /*   the active end's id at its datd */
+        int32_t remote_pid;
+        struct sockaddr_storage src;    /*   the active IA's address */
+        socklen_t src_len;
+        uint32_t pd_len;
+        uint8_t pd[DATP_PRIVATE_DATA_MAX];
+        LIST_FIELDS(Cr, crs);
+};
+
+/* One end of a connection. */
+struct Conn {
+        IdLink hlink;                   /* first: ConnTable.conns */
+        ConnTable *table;
+        IaInstance *instance;
+        uint32_t id;
+        uint64_t ep_handle;
+        enum conn_state state;
+        bool active;
+        Conn *peer;                     /* the other end, same host */
+        CmLink *link;                   /* the other end is another host's */
+        uint32_t remote_id;             /*   its id at that host's datd, 0 until known */
+        int32_t remote_pid;
+        bool accepting;                 /*   passive, ACCEPT sent, READY not yet back */
+        uint32_t pd_len;                /*   accepting: the connecter's private data */
+        uint8_t *pd;
+        Cr *cr;                         /* active, REQUESTED: its request */
+        struct sockaddr_storage remote;
+        socklen_t remote_len;
+        uint64_t remote_conn_qual;
+        uint64_t created_usec;          /* CLOCK_MONOTONIC */
+        sd_event_source *timer;
+        LIST_FIELDS(Conn, conns);       /* the instance's */
+};
+
+struct ConnTable {
+        Manager *manager;
+        uint32_t next_id;
+        bool wrapped;                   /* next_id went round: check ids for reuse */
+        uint64_t next_any;              /* PSP_ANY: where the search starts */
+        uint32_t n_listeners;
+        uint32_t n_conns;
+        IdHash listeners, crs, conns;
+        Listener *listener_by_qual[CONN_BUCKETS];
+        ConnCounters counters;
+};
+
+static uint64_t now_usec(clockid_t clock)
+{
+        struct timespec ts;
+
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
+}
+
+/* ---- hash tables ---------------------------------------------------------- */
+
+static int id_hash_init(IdHash *h)
+{
+        h->buckets = calloc(ID_HASH_MIN, sizeof(*h->buckets));
+        h->mask = ID_HASH_MIN - 1;
+        return h->buckets ? 0 : -ENOMEM;
+}
+
+static void *id_hash_find(const IdHash *h, uint32_t id)
+{
+        IdLink *e = h->buckets[id & h->mask];
+
+        while (e && e->id != id)
+                e = e->next;
+        return e;
+}
+
+/* Doubles the buckets; on failure the chains just grow longer. */
+static void id_hash_grow(IdHash *h)
+{
+        uint32_t size = (h->mask + 1) * 2;
+        IdLink **b;
+
+        if (size > ID_HASH_MAX || !(b = calloc(size, sizeof(*b))))
+                return;
+        for (uint32_t i = 0; i <= h->mask; i++)
+                for (IdLink *e = h->buckets[i], *next; e; e = next) {
+                        next = e->next;
+                        e->next = b[e->id & (size - 1)];
+                        b[e->id & (size - 1)] = e;
+                }
+        free(h->buckets);
+        h->buckets = b;
+        h->mask = size - 1;
+}
+
+static void id_hash_add(IdHash *h, IdLink *e, uint32_t id)
+{
+        if (h->n >= 2 * (h->mask + 1))
+                id_hash_grow(h);
+        e->id = id;
+        e->next = h->buckets[id & h->mask];
+        h->buckets[id & h->mask] = e;
+        h->n++;
+}
+
+static void id_hash_remove(IdHash *h, IdLink *e)
+{
+        IdLink **p = &h->buckets[e->id & h->mask];
+
+        while (*p && *p != e)
+                p = &(*p)->next;
+        if (*p) {
+                *p = e->next;
+                h->n--;
+        }
+}
+
+/* Calls fn for every entry; fn may remove the entry it is given. */
+#define ID_HASH_FOREACH(h, type, var, body)                                     \
+        for (uint32_t _b = 0; _b <= (h)->mask; _b++)                            \
+                for (IdLink *_e = (h)->buckets[_b], *_n; _e; _e = _n) {         \
+                        type *var = (type *) _e;                                \
+                        _n = _e->next;                                          \
+                        body                                                    \
+                }
+
+static Listener *listener_find(ConnTable *t, uint32_t id)
+{
+        return id_hash_find(&t->listeners, id);
+}
+
+static Cr *cr_find(ConnTable *t, uint32_t id)
+{
+        return id_hash_find(&t->crs, id);
+}
+
+static Conn *conn_find(ConnTable *t, uint32_t id)
+{
+        return id_hash_find(&t->conns, id);
+}
+
+/* Unlinks item from the chain at *headp (field: its link). */
+#define CHAIN_REMOVE(headp, item, field)                        \
+        do {                                                    \
+                __typeof__(*(headp)) *_p = (headp);             \
+                while (*_p && *_p != (item))                    \
+                        _p = &(*_p)->field;                     \
+                if (*_p)                                        \
+                        *_p = (item)->field;                    \
+        } while (0)
+
+static uint32_t qual_bucket(const Ia *ia, uint64_t qual)
+{
+        uint64_t h = qual * 0x9e3779b97f4a7c15ull ^ (uintptr_t) ia;
+
+        return (uint32_t) (h >> 40) & (CONN_BUCKETS - 1);
+}
+
+static Listener *listener_find_qual(ConnTable *t, const Ia *ia, uint64_t qual)
+{
+        Listener *l = t->listener_by_qual[qual_bucket(ia, qual)];
+
+        while (l && !(l->conn_qual == qual && l->instance->ia == ia))
+                l = l->qual_next;
+        return l;
+}
+
+/* A new id: never 0, never one in use (which can only happen once the
+ * counter went round). */
+static uint32_t new_id(ConnTable *t)
+{
+        uint32_t id;
+
+        for (;;) {
+                id = ++t->next_id;
+                if (id == 0) {
+                        t->wrapped = true;
+                        continue;
+                }
+                if (!t->wrapped || !(listener_find(t, id) || cr_find(t, id) || conn_find(t, id)))
+                        return id;
+        }
+}
+
+int conn_table_new(Manager *m, ConnTable **ret)
+{
+        ConnTable *t = calloc(1, sizeof(*t));
+
+        if (!t)
+                return -ENOMEM;
+        t->manager = m;
+        t->next_any = m->config->conn_qual_any_min;
+        if (id_hash_init(&t->listeners) < 0 || id_hash_init(&t->crs) < 0 ||
+            id_hash_init(&t->conns) < 0) {
+                conn_table_free(t);
+                return -ENOMEM;
+        }
+        *ret = t;
+        return 0;
+}
+
+ConnTable *conn_table_free(ConnTable *t)
+{
+        /* Clients free their listeners and connections before this. */
+        if (!t)
+                return NULL;
+        free(t->listeners.buckets);
+        free(t->crs.buckets);
+        free(t->conns.buckets);
+        free(t);
+        return NULL;
+}
+
+const ConnCounters *conn_counters(Manager *m)
+{
+        return &m->conns->counters;
+}
+
+uint32_t conn_n_listeners(Manager *m)
+{
+        return m->conns->n_listeners;
+}
+
+uint32_t conn_n_connections(Manager *m)
+{
+        return m->conns->n_conns;
+}
+
+/* ---- addresses and log lines ---------------------------------------------- */
+
+/* An IA's address as peers see it; 127.0.0.1 for an IA without one. */
+static void ia_peer_address(const Ia *ia, struct sockaddr_storage *ss, uint32_t *len)
+{
+        memset(ss, 0, sizeof(*ss));
+        if (ia->address_len > 0 && (ia->address.ss_family == AF_INET ||
+                                    ia->address.ss_family == AF_INET6)) {
+                memcpy(ss, &ia->address, ia->address_len);
+                *len = ia->address_len;
+        } else {
+                struct sockaddr_in *sin = (struct sockaddr_in *) ss;
+
+                sin->sin_family = AF_INET;
+                sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                *len = sizeof(*sin);
+        }
+}
+
+static void addr_string(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t size)
+{
+        sockaddr_to_string((const struct sockaddr *) ss, len, buf, size);
+        if (!buf[0])
+                snprintf(buf, size, "none");
+}
+
+static bool addr_is_loopback(const struct sockaddr_storage *ss)
+{
+        if (ss->ss_family == AF_INET)
+                return (ntohl(((const struct sockaddr_in *) ss)->sin_addr.s_addr) >> 24) == 127;
+        if (ss->ss_family == AF_INET6)
+                return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *) ss)->sin6_addr);
+        return false;
+}
+
+/* Same IP (the port is no part of an IA address's identity). */
+static bool addr_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+        return sockaddr_same_host((const struct sockaddr *) a, (const struct sockaddr *) b);
+}
+
+/* The IA of this host a connection from `from` to address ss reaches, or
+ * NULL when the address is another host's.  Loopback, the connecting IA's own
+ * address, or an address of this host no other IA claims all stay on the
+ * connecting IA (a shm IA reaches its own listeners at 127.0.0.1 or at the
+ * host's address); an address of another IA of this host reaches that IA. */
+static Ia *local_target(Manager *m, Ia *from, const struct sockaddr_storage *ss, socklen_t len)
+{
+        NetifAddress a;
+
+        if (addr_is_loopback(ss))
+                return from;
+        if (from->address_len > 0 && addr_same_ip(&from->address, ss))
+                return from;
+        for (size_t i = 0; i < m->ias.n; i++) {
+                Ia *ia = &m->ias.ias[i];
+
+                if (ia->address_len > 0 && addr_same_ip(&ia->address, ss))
+                        return ia;
+        }
+        if (netif_find_address((const struct sockaddr *) ss, len, &a) >= 0)
+                return from;
+        return NULL;
+}
+
+/* "pid 12 10.0.0.1 -> 10.0.0.2 conn_qual 4242 (pid 13)": both ends of a
+ * connection for a log line. */
+static void conn_describe(const Conn *c, char *buf, size_t size)
+{
+        char local[SOCKADDR_STRING_MAX], remote[SOCKADDR_STRING_MAX];
+        struct sockaddr_storage ss;
+        uint32_t len;
+        const Conn *p = c->peer;
+
+        ia_peer_address(c->instance->ia, &ss, &len);
+        addr_string(&ss, len, local, sizeof(local));
+        addr_string(&c->remote, c->remote_len, remote, sizeof(remote));
+        if (p)
+                snprintf(buf, size, "connection %" PRIu32 " %s, pid %d %s -> %s conn_qual %" PRIu64
+                         " pid %d", c->id, c->active ? "active" : "passive",
+                         (int) c->instance->client->peer.pid, local, remote, c->remote_conn_qual,
+                         (int) p->instance->client->peer.pid);
+        else if (c->link)
+                snprintf(buf, size, "connection %" PRIu32 " %s, pid %d %s -> %s conn_qual %" PRIu64
+                         " pid %d on another host", c->id, c->active ? "active" : "passive",
+                         (int) c->instance->client->peer.pid, local, remote, c->remote_conn_qual,
+                         (int) c->remote_pid);
+        else if (c->cr && c->cr->listener)
+                snprintf(buf, size, "connection %" PRIu32 " %s, pid %d %s -> %s conn_qual %" PRIu64
+                         " pid %d", c->id, c->active ? "active" : "passive",
+                         (int) c->instance->client->peer.pid, local, remote, c->remote_conn_qual,
+                         (int) c->cr->listener->instance->client->peer.pid);
+        else
+                snprintf(buf, size, "connection %" PRIu32 " %s, pid %d %s -> %s conn_qual %" PRIu64,
+                         c->id, c->active ? "active" : "passive",
+                         (int) c->instance->client->peer.pid, local, remote, c->remote_conn_qual);
+}
+
+#define conn_log(level, c, fmt, ...)                                            \
+        do {                                                                    \
+                if (log_get_max_level() >= (level)) {                           \
+                        char _d[3 * SOCKADDR_STRING_MAX + 128];                 \
+                        conn_describe((c), _d, sizeof(_d));                     \
+                        log_full((level), "%s: " fmt, _d, ##__VA_ARGS__);       \
+                }                                                               \
+        } while (0)
+
+static const char *event_name(uint32_t event)
+{
+        switch (event) {
+        case DAT_CONNECTION_EVENT_ESTABLISHED: return "established";
+        case DAT_CONNECTION_EVENT_PEER_REJECTED: return "rejected by the peer";
+        case DAT_CONNECTION_EVENT_NON_PEER_REJECTED: return "rejected (not by the peer)";
+        case DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR: return "accept failed";
+        case DAT_CONNECTION_EVENT_DISCONNECTED: return "disconnected";
+        case DAT_CONNECTION_EVENT_BROKEN: return "broken";
+        case DAT_CONNECTION_EVENT_TIMED_OUT: return "timed out";
+        case DAT_CONNECTION_EVENT_UNREACHABLE: return "unreachable";
+        default: return "?";
+        }
+}
+
+/* ---- events ----------------------------------------------------------------- */
+
+/* An event for a client that may not be the one whose request is being
+ * handled: a full queue drops that client later, not now. */
+static void send_event(Client *c, const struct datp_header *msg)
+{
+        int r;
+
+        if (c->dying)
+                return;
+        r = client_send(c, msg);
+        if (r < 0)
+                client_drop_later(c, r);
+}
+
+static void send_ev_conn(Conn *c, uint32_t event, const uint8_t *pd, uint32_t pd_len, const char *why)
+{
+        ConnTable *t = c->table;
+        struct datp_ev_conn ev = {};
+        int level = event == DAT_CONNECTION_EVENT_ESTABLISHED ||
+                    event == DAT_CONNECTION_EVENT_DISCONNECTED ? LOG_DEBUG : LOG_INFO;
+
+        switch (event) {
+        case DAT_CONNECTION_EVENT_ESTABLISHED: t->counters.established++; break;
+        case DAT_CONNECTION_EVENT_PEER_REJECTED: t->counters.peer_rejected++; break;
+        case DAT_CONNECTION_EVENT_NON_PEER_REJECTED: t->counters.non_peer_rejected++; break;
+        case DAT_CONNECTION_EVENT_TIMED_OUT: t->counters.timed_out++; break;
+        case DAT_CONNECTION_EVENT_UNREACHABLE: t->counters.unreachable++; break;
+        case DAT_CONNECTION_EVENT_DISCONNECTED: t->counters.disconnected++; break;
+        case DAT_CONNECTION_EVENT_BROKEN: t->counters.broken++; break;
+        default: break;
+        }
+        conn_log(level, c, "%s: %s.", event_name(event), why);
+        datp_header_init(&ev.hdr, DATP_EV_CONN, c->instance->client->version, sizeof(ev), 0);
+        ev.ia_id = c->instance->id;
+        ev.conn_id = c->id;
+        ev.ep_handle = c->ep_handle;
+        ev.event = event;
+        if (pd && pd_len > 0 && (event == DAT_CONNECTION_EVENT_ESTABLISHED ||
+                                 event == DAT_CONNECTION_EVENT_PEER_REJECTED)) {
+                ev.pd_len = pd_len;
+                memcpy(ev.private_data, pd, pd_len);
+        }
+        send_event(c->instance->client, &ev.hdr);
+}
+
+static void send_ev_conn_request(Cr *cr)
+{
+        Listener *l = cr->listener;
+        Conn *a = cr->active;
+        struct datp_ev_conn_request ev = {};
+
+        l->n_delivered++;
+        datp_header_init(&ev.hdr, DATP_EV_CONN_REQUEST, l->instance->client->version, sizeof(ev), 0);
+        ev.ia_id = l->instance->id;
+        ev.listener_id = l->id;
+        ev.cr_id = cr->id;
+        ev.conn_qual = l->conn_qual;
+        /* dat_cr_query(3DAT): the active side's port qualifier; its datd's
+         * id of the active end serves as one. */
+        if (a) {
+                ev.remote_port = a->id;
+                ia_peer_address(a->instance->ia, &ev.remote_address, &ev.remote_address_len);
+        } else {
+                ev.remote_port = cr->remote_conn_id;
+                memcpy(&ev.remote_address, &cr->src, cr->src_len);
+                ev.remote_address_len = cr->src_len;
+        }
+        ev.pd_len = cr->pd_len;
+        memcpy(ev.private_data, cr->pd, cr->pd_len);
+        send_event(l->instance->client, &ev.hdr);
+}
+
+/* ---- object lifetimes ----------------------------------------------------- */
+
+static void cr_free(Cr *cr)
+{
+        ConnTable *t = cr->table;
+
+        if (cr->active)
+                cr->active->cr = NULL;
+        if (cr->listener) {
+                LIST_REMOVE(crs, cr->listener->crs, cr);
+                cr->listener->n_pending--;
+        }
+        id_hash_remove(&t->crs, &cr->hlink);
+        free(cr);
+}
+
+/* Why listener l (NULL: none) cannot take one more request, or NULL. */
+static const char *listener_refuses(const Listener *l, const Limits *lim)
+{
+        if (!l)
+                return "no listener on that conn_qual";
+        if (l->n_pending >= lim->max_pending_requests)
+                return "the listener's backlog (max_pending_requests) is full";
+        /* dat_rsp_create(3DAT): an RSP generates at most one request. */
+        if (l->kind == DATP_LISTENER_RSP && l->n_delivered > 0)
+                return "the RSP has had its one connection request";
+        return NULL;
+}
+
+/* Why the IA target refuses a request for QoS qos, or NULL.  A class the
+ * passive side's IA does not offer is a non-peer reject
+ * (dat_ep_connect(3DAT)); the active side's libdat has already refused
+ * what its own IA lacks (DAT_MODEL_NOT_SUPPORTED). */
+static const char *qos_refuses(const Ia *target, uint32_t qos)
+{
+        uint32_t offered = target->config ? target->config->qos : 0;
+
+        if (qos & ~offered)
+                return "the listener's IA does not offer the requested QoS";
+        return NULL;
+}
+
+/* A request pending at l with the connecter's private data; NULL without memory. */
+static Cr *cr_new(ConnTable *t, Listener *l, const uint8_t *pd, uint32_t pd_len)
+{
+        Cr *cr = calloc(1, sizeof(*cr));
+
+        if (!cr)
+                return NULL;
+        cr->table = t;
+        cr->id = new_id(t);
+        cr->listener = l;
+        cr->pd_len = pd_len;
+        memcpy(cr->pd, pd, pd_len);
+        id_hash_add(&t->crs, &cr->hlink, cr->id);
+        LIST_PREPEND(crs, l->crs, cr);
+        l->n_pending++;
+        return cr;
+}
+
+static void cm_tell(CmLink *l, uint16_t type, uint32_t src, uint32_t dst, uint32_t reason,
+                    int32_t pid, const uint8_t *pd, uint32_t pd_len)
+{
+        struct cm_conn m = {
+                .src_conn_id = src,
+                .dst_conn_id = dst,
+                .reason = reason,
+                .pid = (uint32_t) pid,
+                .pd_len = pd_len,
+        };
+
+        if (pd_len)
+                memcpy(m.private_data, pd, pd_len);
+        cm_send_conn(l, type, &m);
+}
+
+/* Frees one end; the other end (if any) forgets it.  An end whose other end
+ * is on another host tells that host's datd, unless the news came from there
+ * (then link was cleared): a request is withdrawn, a connection broken. */
+static void conn_free(Conn *c)
+{
+        ConnTable *t = c->table;
+        Client *client = c->instance->client;
+
+        if (c->link)
+                cm_tell(c->link, CM_DISCONNECT, c->id, c->remote_id,
+                        c->state == CONN_REQUESTED && c->active ? CM_REASON_WITHDRAWN : CM_REASON_BROKEN,
+                        client->peer.pid, NULL, 0);
+        free(c->pd);
+        if (c->cr)
+                c->cr->active = NULL;   /* withdrawn: the passive side still owns it */
+        if (c->peer)
+                c->peer->peer = NULL;
+        if (c->state == CONN_REQUESTED && c->active)
+                client->n_connecting--;
+        client->n_conns--;
+        t->n_conns--;
+        sd_event_source_disable_unref(c->timer);
+        LIST_REMOVE(conns, c->instance->conns, c);
+        id_hash_remove(&t->conns, &c->hlink);
+        free(c);
+}
+
+static Conn *conn_new(ConnTable *t, IaInstance *i, uint64_t ep_handle, bool active)
+{
+        Conn *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return NULL;
+        c->table = t;
+        c->instance = i;
+        c->id = new_id(t);
+        c->ep_handle = ep_handle;
+        c->active = active;
+        c->created_usec = now_usec(CLOCK_MONOTONIC);
+        id_hash_add(&t->conns, &c->hlink, c->id);
+        LIST_PREPEND(conns, i->conns, c);
+        i->client->n_conns++;
+        t->n_conns++;
+        return c;
+}
+
+/* The active side's request failed: it gets the event and its end goes. */
+static void conn_fail(Conn *a, uint32_t event, const uint8_t *pd, uint32_t pd_len, const char *why)
+{
+        send_ev_conn(a, event, pd, pd_len, why);
+        conn_free(a);
+}
+
+static void listener_free(Listener *l, const char *why)
+{
+        ConnTable *t = l->table;
+
+        /* dat_psp_free(3DAT): pending requests are refused; the active side
+         * sees no peer's answer. */
+        while (l->crs) {
+                Cr *cr = l->crs;
+                Conn *a = cr->active;
+
+                if (cr->link) {
+                        char src[SOCKADDR_STRING_MAX];
+
+                        addr_string(&cr->src, cr->src_len, src, sizeof(src));
+                        log_info("Request %" PRIu32 " from %s (pid %d on another host) to conn_qual %"
+                                 PRIu64 " refused: %s.", cr->id, src, (int) cr->remote_pid,
+                                 l->conn_qual, why);
+                        cm_tell(cr->link, CM_REJECT, 0, cr->remote_conn_id, CM_REASON_NON_PEER,
+                                l->instance->client->peer.pid, NULL, 0);
+                }
+                cr_free(cr);
+                if (a)
+                        conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0, why);
+        }
+        log_debug("Listener %" PRIu32 " (pid %d, IA %s, conn_qual %" PRIu64 ") freed: %s.", l->id,
+                  (int) l->instance->client->peer.pid, l->instance->ia->name, l->conn_qual, why);
+        l->instance->client->n_listeners--;
+        t->n_listeners--;
+        LIST_REMOVE(listeners, l->instance->listeners, l);
+        id_hash_remove(&t->listeners, &l->hlink);
+        CHAIN_REMOVE(&t->listener_by_qual[qual_bucket(l->instance->ia, l->conn_qual)], l, qual_next);
+        free(l);
+}
+
+void conn_drop_instance(IaInstance *i)
+{
+        while (i->listeners)
+                listener_free(i->listeners, "its process closed the IA or went away");
+        while (i->conns) {
+                Conn *c = i->conns;
+                Conn *p = c->peer;
+
+                conn_free(c);
+                if (p) {
+                        /* A terminal event ends the peer's end too. */
+                        send_ev_conn(p, p->state == CONN_ESTABLISHED ? DAT_CONNECTION_EVENT_BROKEN
+                                     : DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                                     "the peer process closed the IA or went away");
+                        conn_free(p);
+                }
+        }
+}
+
+/* ---- requests ----------------------------------------------------------------- */
+
+static void set_status(struct datp_status *s, uint32_t dat_status, int sys_errno)
+{
+        s->dat_status = dat_status;
+        s->sys_errno = sys_errno;
+}
+
+static bool qual_free(ConnTable *t, const Ia *ia, uint64_t qual)
+{
+        return !listener_find_qual(t, ia, qual);
+}
+
+/* PSP_ANY: the first free conn_qual of the range from where the last search
+ * stopped.  At most n_listeners + 1 candidates are ever taken. */
+static bool pick_any_qual(ConnTable *t, const Ia *ia, uint64_t *ret)
+{
+        const Config *cfg = t->manager->config;
+        uint64_t span = cfg->conn_qual_any_max - cfg->conn_qual_any_min + 1;
+        uint64_t tries = (uint64_t) t->n_listeners + 1;
+
+        if (tries > span)
+                tries = span;
+        for (uint64_t k = 0; k < tries; k++) {
+                uint64_t q = t->next_any;
+
+                if (q < cfg->conn_qual_any_min || q > cfg->conn_qual_any_max)
+                        q = cfg->conn_qual_any_min;
+                t->next_any = q + 1;
+                if (qual_free(t, ia, q)) {
+                        *ret = q;
+                        return true;
+                }
+        }
+        return false;
+}
+
+int conn_handle_listen(Client *c, const struct datp_listen *req)
+{
+        ConnTable *t = c->manager->conns;
+        const Limits *lim = &c->manager->config->limits;
+        struct datp_listen_reply reply = {};
+        IaInstance *i = client_find_ia(c, req->ia_id);
+        uint64_t qual = req->conn_qual;
+        Listener *l;
+
+        datp_header_init(&reply.hdr, DATP_LISTEN | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!i)
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        else if (c->n_listeners >= lim->max_listeners_per_client) {
+                set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_NO_SUBTYPE), EDQUOT);
+                log_info("Client %" PRIu64 " (pid %d): listen on IA %s refused: "
+                         "max_listeners_per_client (%" PRIu32 ") reached.", c->id,
+                         (int) c->peer.pid, i->ia->name, lim->max_listeners_per_client);
+        } else if (req->kind == DATP_LISTENER_PSP_ANY && !pick_any_qual(t, i->ia, &qual)) {
+                set_status(&reply.status, DAT_ERR(DAT_CONN_QUAL_UNAVAILABLE, DAT_NO_SUBTYPE), EADDRNOTAVAIL);
+                log_info("Client %" PRIu64 " (pid %d): no free conn_qual in conn_qual_any_range on IA %s.",
+                         c->id, (int) c->peer.pid, i->ia->name);
+        } else if (req->kind != DATP_LISTENER_PSP_ANY && !qual_free(t, i->ia, qual)) {
+                Listener *o = listener_find_qual(t, i->ia, qual);
+
+                set_status(&reply.status, DAT_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE), EADDRINUSE);
+                log_info("Client %" PRIu64 " (pid %d): conn_qual %" PRIu64 " on IA %s is in use "
+                         "(listener %" PRIu32 " of pid %d).", c->id, (int) c->peer.pid, qual,
+                         i->ia->name, o->id, (int) o->instance->client->peer.pid);
+        } else if (!(l = calloc(1, sizeof(*l))))
+                set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY), ENOMEM);
+        else {
+                l->table = t;
+                l->instance = i;
+                l->id = new_id(t);
+                l->kind = req->kind;
+                l->conn_qual = qual;
+                l->handle = req->handle;
+                id_hash_add(&t->listeners, &l->hlink, l->id);
+                l->qual_next = t->listener_by_qual[qual_bucket(i->ia, qual)];
+                t->listener_by_qual[qual_bucket(i->ia, qual)] = l;
+                LIST_PREPEND(listeners, i->listeners, l);
+                c->n_listeners++;
+                t->n_listeners++;
+                reply.listener_id = l->id;
+                reply.conn_qual = qual;
+                log_debug("Client %" PRIu64 " (pid %d) listens on IA %s conn_qual %" PRIu64
+                          " (listener %" PRIu32 ").", c->id, (int) c->peer.pid, i->ia->name, qual, l->id);
+        }
+        if (reply.listener_id)
+                t->counters.listens++;
+        else
+                t->counters.listens_refused++;
+        return client_send(c, &reply.hdr);
+}
+
+/* The listener with this id of this client's IA instance, or NULL. */
+static Listener *own_listener(Client *c, uint32_t ia_id, uint32_t id)
+{
+        Listener *l = listener_find(c->manager->conns, id);
+
+        return l && l->instance->client == c && l->instance->id == ia_id ? l : NULL;
+}
+
+int conn_handle_unlisten(Client *c, const struct datp_unlisten *req)
+{
+        struct datp_unlisten_reply reply = {};
+        Listener *l = own_listener(c, req->ia_id, req->listener_id);
+
+        datp_header_init(&reply.hdr, DATP_UNLISTEN | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!client_find_ia(c, req->ia_id))
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        else if (!l)
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PSP), EBADF);
+        else {
+                /* Reply first: the refusals it causes may go to this client. */
+                int r = client_send(c, &reply.hdr);
+
+                listener_free(l, "the listener was freed");
+                return r;
+        }
+        return client_send(c, &reply.hdr);
+}
+
+static int conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Conn *a = userdata;
+
+        conn_fail(a, DAT_CONNECTION_EVENT_TIMED_OUT, NULL, 0,
+                  "no answer within the connect timeout; request withdrawn");
+        return 0;
+}
+
+static int arm_timer(Conn *a, uint64_t timeout_us)
+{
+        if (timeout_us == UINT64_MAX)
+                return 0;
+        return sd_event_add_time_relative(a->table->manager->event, &a->timer, CLOCK_MONOTONIC,
+                                          timeout_us, 1000, conn_timeout, a);
+}
+
+static void sockaddr_to_cm(const struct sockaddr_storage *ss, struct cm_addr *out)
+{
+        memset(out, 0, sizeof(*out));
+        out->family = ss->ss_family;
+        if (ss->ss_family == AF_INET)
+                memcpy(out->addr, &((const struct sockaddr_in *) ss)->sin_addr, 4);
+        else if (ss->ss_family == AF_INET6)
+                memcpy(out->addr, &((const struct sockaddr_in6 *) ss)->sin6_addr, 16);
+}
+
+static socklen_t cm_to_sockaddr(const struct cm_addr *in, struct sockaddr_storage *ss)
+{
+        memset(ss, 0, sizeof(*ss));
+        ss->ss_family = in->family;
+        if (in->family == AF_INET) {
+                memcpy(&((struct sockaddr_in *) ss)->sin_addr, in->addr, 4);
+                return sizeof(struct sockaddr_in);
+        }
+        memcpy(&((struct sockaddr_in6 *) ss)->sin6_addr, in->addr, 16);
+        return sizeof(struct sockaddr_in6);
+}
+
+/* After the CONNECT reply: find the listener and hand it the request. */
+static void connect_negotiate(Conn *a, const struct datp_connect *req)
+{
+        ConnTable *t = a->table;
+        Manager *m = t->manager;
+        Ia *target = local_target(m, a->instance->ia, &a->remote, a->remote_len);
+        const char *why;
+        Listener *l;
+        Cr *cr;
+        int r;
+
+        if (!target) {
+                /* Another host's IA: through the CM link to its datd. */
+                CmLink *link = cm_link_get(m, &a->remote, a->remote_len);
+                struct sockaddr_storage src;
+                uint32_t src_len;
+                struct cm_conn msg = {
+                        .src_conn_id = a->id,
+                        .pid = (uint32_t) a->instance->client->peer.pid,
+                        .conn_qual = a->remote_conn_qual,
+                        .qos = req->qos,
+                        .pd_len = req->pd_len,
+                };
+
+                if (!link) {
+                        conn_fail(a, DAT_CONNECTION_EVENT_UNREACHABLE, NULL, 0,
+                                  "no CM link to that host's datd");
+                        return;
+                }
+                ia_peer_address(a->instance->ia, &src, &src_len);
+                sockaddr_to_cm(&src, &msg.src);
+                sockaddr_to_cm(&a->remote, &msg.dst);
+                memcpy(msg.private_data, req->private_data, req->pd_len);
+                a->link = link;
+                r = arm_timer(a, req->timeout_us);
+                if (r < 0) {
+                        conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                                  "cannot arm the connect timer");
+                        return;
+                }
+                conn_log(LOG_DEBUG, a, "request sent over the CM link.");
+                cm_send_conn(link, CM_CONNECT_REQ, &msg);
+                return;
+        }
+        l = listener_find_qual(t, target, a->remote_conn_qual);
+        why = listener_refuses(l, &m->config->limits);
+        if (!why)
+                why = qos_refuses(target, req->qos);
+        if (why) {
+                conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0, why);
+                return;
+        }
+        cr = cr_new(t, l, req->private_data, req->pd_len);
+        if (!cr) {
+                conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0, "out of memory");
+                return;
+        }
+        cr->active = a;
+        a->cr = cr;
+        r = arm_timer(a, req->timeout_us);
+        if (r < 0) {
+                conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                          "cannot arm the connect timer");
+                return;
+        }
+        conn_log(LOG_DEBUG, a, "request %" PRIu32 " to listener %" PRIu32 ".", cr->id, l->id);
+        send_ev_conn_request(cr);
+}
+
+int conn_handle_connect(Client *c, const struct datp_connect *req)
+{
+        ConnTable *t = c->manager->conns;
+        const Limits *lim = &c->manager->config->limits;
+        struct datp_connect_reply reply = {};
+        IaInstance *i = client_find_ia(c, req->ia_id);
+        struct sockaddr_storage remote = req->remote_address;
+        socklen_t remote_len = req->remote_address_len;
+        uint64_t qual = req->remote_conn_qual;
+        const char *limit = NULL;
+        Conn *a = NULL;
+        int r;
+
+        datp_header_init(&reply.hdr, DATP_CONNECT | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!i) {
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+                goto refused;
+        }
+        if (req->pd_len > lim->max_private_data) {
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7), EMSGSIZE);
+                goto refused;
+        }
+        if (req->flags & DATP_CONNECT_DUP) {
+                /* dat_ep_dup_connect(3DAT): same remote IA and conn_qual as
+                 * the duplicated connection, which must be connected. */
+                Conn *o = conn_find(t, (uint32_t) req->dup_of_conn_id);
+
+                if (!o || req->dup_of_conn_id > UINT32_MAX || o->instance->client != c) {
+                        set_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP), EBADF);
+                        goto refused;
+                }
+                if (o->state != CONN_ESTABLISHED) {
+                        set_status(&reply.status, DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED),
+                                   ENOTCONN);
+                        goto refused;
+                }
+                remote = o->remote;
+                remote_len = o->remote_len;
+                qual = o->remote_conn_qual;
+        }
+        if (c->n_connecting >= lim->max_pending_connects_per_client)
+                limit = "max_pending_connects_per_client";
+        else if (c->n_conns >= lim->max_connections_per_client)
+                limit = "max_connections_per_client";
+        if (limit) {
+                set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP), EDQUOT);
+                log_info("Client %" PRIu64 " (pid %d): connect on IA %s to conn_qual %" PRIu64
+                         " refused: %s reached.", c->id, (int) c->peer.pid, i->ia->name, qual, limit);
+                goto refused;
+        }
+        a = conn_new(t, i, req->ep_handle, true);
+        if (!a) {
+                set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY), ENOMEM);
+                goto refused;
+        }
+        a->state = CONN_REQUESTED;
+        c->n_connecting++;
+        a->remote = remote;
+        a->remote_len = remote_len;
+        a->remote_conn_qual = qual;
+        reply.conn_id = a->id;
+        t->counters.connects++;
+        r = client_send(c, &reply.hdr);
+        if (r < 0)
+                return r;       /* the client goes, and a with it */
+        connect_negotiate(a, req);
+        return 0;
+
+refused:
+        t->counters.connects_refused++;
+        return client_send(c, &reply.hdr);
+}
+
+/* A request pending at one of this client's listeners of this IA instance. */
+static Cr *own_cr(Client *c, uint32_t ia_id, uint32_t id)
+{
+        Cr *cr = cr_find(c->manager->conns, id);
+
+        return cr && cr->listener && cr->listener->instance->client == c &&
+               cr->listener->instance->id == ia_id ? cr : NULL;
+}
+
+/* The status for a request naming an unknown ia_id or cr_id. */
+static bool check_cr(Client *c, uint32_t ia_id, Cr *cr, struct datp_status *s)
+{
+        if (!client_find_ia(c, ia_id))
+                set_status(s, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        else if (!cr)
+                set_status(s, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CR), EBADF);
+        else
+                return true;
+        return false;
+}
+
+int conn_handle_cr_accept(Client *c, const struct datp_cr_accept *req)
+{
+        ConnTable *t = c->manager->conns;
+        const Limits *lim = &c->manager->config->limits;
+        struct datp_cr_accept_reply reply = {};
+        Cr *cr = own_cr(c, req->ia_id, req->cr_id);
+        Conn *a, *b;
+        int r;
+
+        datp_header_init(&reply.hdr, DATP_CR_ACCEPT | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!check_cr(c, req->ia_id, cr, &reply.status))
+                return client_send(c, &reply.hdr);
+        if (req->pd_len > lim->max_private_data) {
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4), EMSGSIZE);
+                return client_send(c, &reply.hdr);
+        }
+        if (c->n_conns >= lim->max_connections_per_client) {
+                set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP), EDQUOT);
+                log_info("Client %" PRIu64 " (pid %d): accept of request %" PRIu32
+                         " refused: max_connections_per_client reached.", c->id, (int) c->peer.pid,
+                         cr->id);
+                return client_send(c, &reply.hdr);
+        }
+        b = conn_new(t, cr->listener->instance, req->ep_handle, false);
+        if (!b) {
+                set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY), ENOMEM);
+                return client_send(c, &reply.hdr);
+        }
+        b->state = CONN_ESTABLISHED;
+        b->remote_conn_qual = cr->listener->conn_qual;
+        a = cr->active;
+        reply.conn_id = b->id;
+        if (cr->link) {
+                /* Another host: ACCEPT goes back, ESTABLISHED follows READY. */
+                b->pd = malloc(DATP_PRIVATE_DATA_MAX);
+                if (!b->pd) {
+                        conn_free(b);
+                        set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES,
+                                                          DAT_RESOURCE_MEMORY), ENOMEM);
+                        return client_send(c, &reply.hdr);
+                }
+                b->pd_len = cr->pd_len;
+                memcpy(b->pd, cr->pd, cr->pd_len);
+                b->link = cr->link;
+                b->remote_id = cr->remote_conn_id;
+                b->remote_pid = cr->remote_pid;
+                b->remote = cr->src;
+                b->remote_len = cr->src_len;
+                b->accepting = true;
+                cr->listener->n_accepted++;
+                cm_tell(b->link, CM_ACCEPT, b->id, b->remote_id, CM_REASON_NONE, c->peer.pid,
+                        req->private_data, req->pd_len);
+                conn_log(LOG_DEBUG, b, "accepted request %" PRIu32 ", waiting for READY.", cr->id);
+                cr_free(cr);
+                return client_send(c, &reply.hdr);
+        }
+        if (!a) {
+                /* dat_cr_accept(3DAT): the active side is gone (timed out,
+                 * disconnected, died): the accept cannot complete. */
+                struct sockaddr_storage ss;
+                uint32_t len;
+
+                ia_peer_address(b->instance->ia, &ss, &len);
+                b->remote = ss;
+                b->remote_len = len;
+                cr_free(cr);
+                r = client_send(c, &reply.hdr);
+                if (r < 0)
+                        return r;
+                send_ev_conn(b, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,
+                             "the active side withdrew the request");
+                conn_free(b);
+                return 0;
+        }
+        {
+                uint32_t len;
+
+                ia_peer_address(a->instance->ia, &b->remote, &len);
+                b->remote_len = len;
+        }
+        b->peer = a;
+        a->peer = b;
+        a->state = CONN_ESTABLISHED;
+        a->instance->client->n_connecting--;
+        a->timer = sd_event_source_disable_unref(a->timer);
+        cr->listener->n_accepted++;
+        r = client_send(c, &reply.hdr);
+        /* The active side gets the accepter's private data, the passive
+         * side the connecter's (dat_ep_connect(3DAT), dat_cr_accept(3DAT)). */
+        send_ev_conn(a, DAT_CONNECTION_EVENT_ESTABLISHED, req->private_data, req->pd_len,
+                     "accepted by the peer");
+        if (r >= 0)
+                send_ev_conn(b, DAT_CONNECTION_EVENT_ESTABLISHED, cr->pd, cr->pd_len, "accepted");
+        cr_free(cr);
+        return r;
+}
+
+int conn_handle_cr_reject(Client *c, const struct datp_cr_reject *req)
+{
+        struct datp_cr_reject_reply reply = {};
+        Cr *cr = own_cr(c, req->ia_id, req->cr_id);
+        bool non_peer;
+        Conn *a;
+        int r;
+
+        datp_header_init(&reply.hdr, DATP_CR_REJECT | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!check_cr(c, req->ia_id, cr, &reply.status))
+                return client_send(c, &reply.hdr);
+        if (req->pd_len > c->manager->config->limits.max_private_data) {
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3), EMSGSIZE);
+                return client_send(c, &reply.hdr);
+        }
+        non_peer = req->flags & DATP_CR_REJECT_NON_PEER;
+        a = cr->active;
+        if (cr->link)
+                cm_tell(cr->link, CM_REJECT, 0, cr->remote_conn_id,
+                        non_peer ? CM_REASON_NON_PEER : CM_REASON_PEER, c->peer.pid,
+                        req->private_data, req->pd_len);
+        cr_free(cr);
+        r = client_send(c, &reply.hdr);
+        if (a && non_peer)
+                conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                          "refused by the listener's provider (no endpoint for it)");
+        else if (a)
+                conn_fail(a, DAT_CONNECTION_EVENT_PEER_REJECTED, req->private_data, req->pd_len,
+                          "rejected by the listener's process");
+        return r;
+}
+
+int conn_handle_cr_handoff(Client *c, const struct datp_cr_handoff *req)
+{
+        ConnTable *t = c->manager->conns;
+        struct datp_cr_handoff_reply reply = {};
+        Cr *cr = own_cr(c, req->ia_id, req->cr_id);
+        Listener *to = NULL;
+        int r;
+
+        datp_header_init(&reply.hdr, DATP_CR_HANDOFF | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!check_cr(c, req->ia_id, cr, &reply.status))
+                return client_send(c, &reply.hdr);
+        to = listener_find_qual(t, cr->listener->instance->ia, req->conn_qual);
+        /* dat_cr_handoff(3DAT): to another listener of the same IA. */
+        if (!to || to == cr->listener) {
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2), ENOENT);
+                log_info("Client %" PRIu64 " (pid %d): handoff of request %" PRIu32 " on IA %s to "
+                         "conn_qual %" PRIu64 " refused: %s.", c->id, (int) c->peer.pid, cr->id,
+                         cr->listener->instance->ia->name, req->conn_qual,
+                         to ? "that is the request's own listener" : "no listener there");
+                return client_send(c, &reply.hdr);
+        }
+        if (listener_refuses(to, &c->manager->config->limits)) {
+                /* Its backlog is full, or it is an RSP that had its request. */
+                set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_NO_SUBTYPE), EAGAIN);
+                return client_send(c, &reply.hdr);
+        }
+        r = client_send(c, &reply.hdr);
+        if (!cr->active && !cr->link) {
+                cr_free(cr);    /* withdrawn: nothing left to hand over */
+                return r;
+        }
+        LIST_REMOVE(crs, cr->listener->crs, cr);
+        cr->listener->n_pending--;
+        cr->listener = to;
+        LIST_PREPEND(crs, to->crs, cr);
+        to->n_pending++;
+        if (cr->active)
+                conn_log(LOG_DEBUG, cr->active, "request %" PRIu32 " handed off to listener %" PRIu32
+                 " (conn_qual %" PRIu64 ").", cr->id, to->id, to->conn_qual);
+        send_ev_conn_request(cr);
+        return r;
+}
+
+int conn_handle_disconnect(Client *c, const struct datp_disconnect *req)
+{
+        struct datp_disconnect_reply reply = {};
+        Conn *x = conn_find(c->manager->conns, req->conn_id);
+        Conn *p;
+        int r;
+
+        datp_header_init(&reply.hdr, DATP_DISCONNECT | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!client_find_ia(c, req->ia_id)) {
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+                return client_send(c, &reply.hdr);
+        }
+        if (!x || x->instance->client != c || x->instance->id != req->ia_id) {
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP), EBADF);
+                return client_send(c, &reply.hdr);
+        }
+        r = client_send(c, &reply.hdr);
+        /* dat_ep_disconnect(3DAT): DISCONNECTED on both ends, graceful or
+         * abrupt; a pending request is withdrawn. */
+        p = x->peer;
+        conn_log(LOG_DEBUG, x, "%s disconnect.",
+                 req->flags == DATP_CLOSE_GRACEFUL ? "graceful" : "abrupt");
+        send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0, "disconnected by its process");
+        if (x->link && !(x->state == CONN_REQUESTED && x->active)) {
+                cm_tell(x->link, CM_DISCONNECT, x->id, x->remote_id, CM_REASON_DISCONNECTED,
+                        c->peer.pid, NULL, 0);
+                x->link = NULL;
+        }
+        conn_free(x);
+        if (p) {
+                send_ev_conn(p, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0, "disconnected by the peer");
+                conn_free(p);
+        }
+        return r;
+}
+
+/* ---- D-Bus views ---------------------------------------------------------- */
+
+static const char *listener_kind_name(uint32_t kind)
+{
+        switch (kind) {
+        case DATP_LISTENER_PSP: return "PSP";
+        case DATP_LISTENER_PSP_ANY: return "PSP_ANY";
+        case DATP_LISTENER_RSP: return "RSP";
+        default: return "?";
+        }
+}
+
+void conn_foreach_listener(Manager *m, void (*fn)(const ListenerInfo *, void *), void *userdata)
+{
+        Client *c;
+        IaInstance *i;
+        Listener *l;
+
+        LIST_FOREACH(clients, c, m->clients)
+                LIST_FOREACH(instances, i, c->instances)
+                        LIST_FOREACH(listeners, l, i->listeners) {
+                                ListenerInfo info = {
+                                        .id = l->id,
+                                        .client_id = c->id,
+                                        .pid = c->peer.pid,
+                                        .command = c->peer.comm,
+                                        .ia = i->ia->name,
+                                        .kind = listener_kind_name(l->kind),
+                                        .conn_qual = l->conn_qual,
+                                        .pending = l->n_pending,
+                                        .accepted = l->n_accepted,
+                                };
+                                fn(&info, userdata);
+                        }
+}
+
+void conn_foreach_connection(Manager *m, void (*fn)(const ConnInfo *, void *), void *userdata)
+{
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        Client *c;
+        IaInstance *i;
+        Conn *x;
+
+        LIST_FOREACH(clients, c, m->clients)
+                LIST_FOREACH(instances, i, c->instances)
+                        LIST_FOREACH(conns, x, i->conns) {
+                                char local[SOCKADDR_STRING_MAX], remote[SOCKADDR_STRING_MAX];
+                                struct sockaddr_storage ss;
+                                uint32_t len;
+                                ConnInfo info = {
+                                        .id = x->id,
+                                        .client_id = c->id,
+                                        .pid = c->peer.pid,
+                                        .command = c->peer.comm,
+                                        .ia = i->ia->name,
+                                        .local_address = local,
+                                        .remote_address = remote,
+                                        .remote_conn_qual = x->remote_conn_qual,
+                                        .role = x->active ? "active" : "passive",
+                                        .state = x->accepting ? "ACCEPTING"
+                                                 : x->state == CONN_ESTABLISHED ? "ESTABLISHED"
+                                                 : "REQUESTED",
+                                        .age_usec = now - x->created_usec,
+                                        .peer_id = x->peer ? x->peer->id : 0,
+                                        .peer_pid = x->peer ? x->peer->instance->client->peer.pid
+                                                    : x->link ? x->remote_pid
+                                                    : x->cr && x->cr->listener
+                                                    ? x->cr->listener->instance->client->peer.pid : 0,
+                                };
+
+                                ia_peer_address(i->ia, &ss, &len);
+                                addr_string(&ss, len, local, sizeof(local));
+                                addr_string(&x->remote, x->remote_len, remote, sizeof(remote));
+                                fn(&info, userdata);
+                        }
+}
+
+/* ---- another host's datd (cm.h) --------------------------------------------- */
+
+/* The IA a request from another host reaches: the one with the address it
+ * connected to, else the first tcp IA (the address is this host's: the
+ * other datd sent it here). */
+static Ia *remote_target(Manager *m, const struct sockaddr_storage *dst)
+{
+        for (size_t i = 0; i < m->ias.n; i++)
+                if (m->ias.ias[i].address_len > 0 && addr_same_ip(&m->ias.ias[i].address, dst))
+                        return &m->ias.ias[i];
+        for (size_t i = 0; i < m->ias.n; i++)
+                if (m->ias.ias[i].transport == TRANSPORT_TCP)
+                        return &m->ias.ias[i];
+        return NULL;
+}
+
+static void cm_connect_req(CmLink *link, const struct cm_conn *msg)
+{
+        ConnTable *t;
+        Manager *m;
+        struct sockaddr_storage src, dst;
+        socklen_t src_len;
+        char s1[SOCKADDR_STRING_MAX], s2[SOCKADDR_STRING_MAX];
+        const char *why = NULL;
+        Listener *l = NULL;
+        Ia *target;
+        Cr *cr;
+
+        m = cm_link_manager(link);
+        t = m->conns;
+        src_len = cm_to_sockaddr(&msg->src, &src);
+        cm_to_sockaddr(&msg->dst, &dst);
+        target = remote_target(m, &dst);
+        if (!target)
+                why = "no IA of this host has that address";
+        else if ((why = listener_refuses(l = listener_find_qual(t, target, msg->conn_qual),
+                                         &m->config->limits)))
+                ;
+        else if ((why = qos_refuses(target, msg->qos)))
+                ;
+        else if (!(cr = cr_new(t, l, msg->private_data, msg->pd_len)))
+                why = "out of memory";
+        if (why) {
+                addr_string(&src, src_len, s1, sizeof(s1));
+                addr_string(&dst, dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                            : sizeof(struct sockaddr_in6), s2, sizeof(s2));
+                log_info("Request from %s (pid %d on another host) to %s conn_qual %" PRIu64
+                         " refused: %s.", s1, (int) msg->pid, s2, msg->conn_qual, why);
+                t->counters.non_peer_rejected++;
+                cm_tell(link, CM_REJECT, 0, msg->src_conn_id, CM_REASON_NON_PEER, 0, NULL, 0);
+                return;
+        }
+        cr->link = link;
+        cr->remote_conn_id = msg->src_conn_id;
+        cr->remote_pid = (int32_t) msg->pid;
+        cr->src = src;
+        cr->src_len = src_len;
+        send_ev_conn_request(cr);
+}
+
+/* The end with this id over this link, or NULL. */
+static Conn *linked_conn(ConnTable *t, CmLink *link, uint32_t id)
+{
+        Conn *c = id ? conn_find(t, id) : NULL;
+
+        return c && c->link == link ? c : NULL;
+}
+
+void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
+{
+        Manager *m = cm_link_manager(link);
+        ConnTable *t = m->conns;
+        Conn *x;
+
+        switch (type) {
+        case CM_CONNECT_REQ:
+                cm_connect_req(link, msg);
+                return;
+        case CM_ACCEPT:
+                x = linked_conn(t, link, msg->dst_conn_id);
+                if (!x || !x->active || x->state != CONN_REQUESTED) {
+                        /* The request was withdrawn meanwhile: the accept fails. */
+                        cm_tell(link, CM_DISCONNECT, msg->dst_conn_id, msg->src_conn_id,
+                                CM_REASON_WITHDRAWN, 0, NULL, 0);
+                        return;
+                }
+                x->remote_id = msg->src_conn_id;
+                x->remote_pid = (int32_t) msg->pid;
+                x->state = CONN_ESTABLISHED;
+                x->instance->client->n_connecting--;
+                x->timer = sd_event_source_disable_unref(x->timer);
+                cm_tell(link, CM_READY, x->id, x->remote_id, CM_REASON_NONE,
+                        x->instance->client->peer.pid, NULL, 0);
+                send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, msg->private_data, msg->pd_len,
+                             "accepted by the peer");
+                return;
+        case CM_REJECT:
+                x = linked_conn(t, link, msg->dst_conn_id);
+                if (!x || !x->active || x->state != CONN_REQUESTED)
+                        return;
+                x->remote_pid = (int32_t) msg->pid;
+                x->link = NULL;
+                if (msg->reason == CM_REASON_PEER)
+                        conn_fail(x, DAT_CONNECTION_EVENT_PEER_REJECTED, msg->private_data, msg->pd_len,
+                                  "rejected by the listener's process");
+                else
+                        conn_fail(x, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                                  "refused by the other host's datd");
+                return;
+        case CM_READY:
+                x = linked_conn(t, link, msg->dst_conn_id);
+                if (!x || !x->accepting || x->remote_id != msg->src_conn_id)
+                        return;
+                x->accepting = false;
+                send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, x->pd, x->pd_len, "accepted");
+                x->pd = (free(x->pd), NULL);
+                return;
+        case CM_DISCONNECT:
+                if (msg->dst_conn_id == 0) {
+                        /* A request withdrawn before any answer: it stays at
+                         * its listener, and an accept of it fails. */
+                        ID_HASH_FOREACH(&t->crs, Cr, cr, {
+                                if (cr->link == link && cr->remote_conn_id == msg->src_conn_id) {
+                                        cr->link = NULL;
+                                        return;
+                                }
+                        })
+                        return;
+                }
+                x = linked_conn(t, link, msg->dst_conn_id);
+                if (!x || (x->remote_id != 0 && x->remote_id != msg->src_conn_id))
+                        return;
+                x->link = NULL;
+                if (x->accepting)
+                        send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,
+                                     "the active side withdrew the request");
+                else if (x->state == CONN_REQUESTED)
+                        send_ev_conn(x, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                                     "the accepting process went away");
+                else if (msg->reason == CM_REASON_DISCONNECTED)
+                        send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0,
+                                     "disconnected by the peer");
+                else
+                        send_ev_conn(x, DAT_CONNECTION_EVENT_BROKEN, NULL, 0,
+                                     "the peer process went away");
+                conn_free(x);
+                return;
+        default:
+                return;
+        }
+}
+
+void conn_cm_link_lost(CmLink *link, bool was_up)
+{
+        ConnTable *t = cm_link_manager(link)->conns;
+
+        if (!t)
+                return;
+        ID_HASH_FOREACH(&t->crs, Cr, cr, {
+                if (cr->link == link)
+                        cr->link = NULL;        /* withdrawn */
+        })
+        ID_HASH_FOREACH(&t->conns, Conn, x, {
+                if (x->link != link)
+                        continue;
+                x->link = NULL;
+                if (x->accepting)
+                        send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,
+                                     "the CM link to the active side's host is lost");
+                else if (x->state == CONN_REQUESTED)
+                        send_ev_conn(x, was_up ? DAT_CONNECTION_EVENT_NON_PEER_REJECTED
+                                     : DAT_CONNECTION_EVENT_UNREACHABLE, NULL, 0,
+                                     was_up ? "the CM link to the peer's host is lost"
+                                     : "the peer's host does not answer on the CM port");
+                else
+                        send_ev_conn(x, DAT_CONNECTION_EVENT_BROKEN, NULL, 0,
+                                     "the CM link to the peer's host is lost");
+                conn_free(x);
+        })
+}

@@ -1,0 +1,491 @@
+/* The EP side of connections (conn.h): dat_ep_connect, dat_ep_dup_connect,
+ * dat_ep_disconnect, and the EP state machine driven by datd's EV_CONN.
+ *
+ * Transitions (dat_ep_connect(3DAT), dat_ep_dup_connect(3DAT),
+ * dat_cr_accept(3DAT), dat_ep_disconnect(3DAT)):
+ *   Unconnected -connect-> Active Connection Pending
+ *     -ESTABLISHED-> Connected
+ *     -PEER_REJECTED / NON_PEER_REJECTED / TIMED_OUT / UNREACHABLE-> Disconnected
+ *   Unconnected (or an RSP's Passive Connection Pending) -accept-> Completion Pending
+ *     -ESTABLISHED-> Connected, -ACCEPT_COMPLETION_ERROR-> Disconnected
+ *   Connected -graceful disconnect-> Disconnect Pending -> Disconnected
+ *   Connected / Disconnect Pending / a pending connection -abrupt-> Disconnected
+ *   Connected -peer disconnects-> Disconnected (DISCONNECTED),
+ *             -peer or datd dies, link lost-> Disconnected (BROKEN)
+ * Each ends with its DAT_CONNECTION_EVENT_* on the EP's connect EVD.  The
+ * disconnecting side finishes its own disconnect once datd has taken the
+ * DISCONNECT (there is no data path to drain yet), so datd's later event
+ * for that connection finds the EP Disconnected and is dropped.
+ *
+ * Error codes where the man pages leave room: a remote address that is
+ * NULL: DAT_INVALID_PARAMETER (ARG2); of a family other than AF_INET /
+ * AF_INET6: DAT_INVALID_ADDRESS | DAT_INVALID_ADDRESS_UNSUPPORTED; a
+ * timeout of 0 ("Values must be positive"): DAT_INVALID_PARAMETER; a QoS
+ * other than DAT_QOS_BEST_EFFORT or DAT_CONNECT_MULTIPATH_REQUIRED_FLAG:
+ * DAT_MODEL_NOT_SUPPORTED; unknown connect flags: DAT_INVALID_PARAMETER; an
+ * EP without a connect EVD: DAT_INVALID_HANDLE_EVD_CONN; the duplicated EP
+ * of another IA: DAT_INVALID_HANDLE_EP; dat_ep_disconnect on an EP with no
+ * connection to end (Unconnected, Reserved, Passive/Tentative Connection
+ * Pending): DAT_INVALID_STATE; on a Disconnected EP: DAT_SUCCESS, nothing
+ * happens. */
+#include "config.h"
+
+#include "libdat/conn.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "libdat/ep.h"
+#include "libdat/ep_events.h"
+#include "libdat/evd.h"
+#include "libdat/ia.h"
+
+DAT_RETURN conn_check_private_data(const struct ia *ia, DAT_COUNT size, const void *data,
+                                   int size_arg)
+{
+        DAT_COUNT max = (DAT_COUNT)ia->info.max_private_data;
+
+        if (max > DATP_PRIVATE_DATA_MAX)
+                max = DATP_PRIVATE_DATA_MAX;
+        if (size < 0 || size > max)
+                return DAT_ERR_ARG(size_arg);
+        if (size > 0 && !data)
+                return DAT_ERR_ARG(size_arg + 1);
+        return DAT_SUCCESS;
+}
+
+/* "address:conn_qual" for the trace. */
+static const char *endpoint_text(const struct sockaddr_storage *ss, DAT_CONN_QUAL qual,
+                                 char buf[96])
+{
+        char addr[INET6_ADDRSTRLEN] = "?";
+
+        if (ss->ss_family == AF_INET)
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, addr, sizeof(addr));
+        else if (ss->ss_family == AF_INET6)
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, addr,
+                          sizeof(addr));
+        snprintf(buf, 96, "%s conn_qual %llu", addr, (unsigned long long)qual);
+        return buf;
+}
+
+/* One trace line per connection event, naming both ends. */
+static void trace_event(const struct ia *ia, const struct ep *ep, uint32_t conn_id, uint32_t event)
+{
+        char local[96], remote[96];
+
+        if (!dat_trace_enabled())
+                return;
+        dat_trace("EP %p, connection %u, %s (IA %s) %s %s: event 0x%x", ep->obj.handle, conn_id,
+                  endpoint_text(&ia->address, ep->local_port, local), ia->name,
+                  ep->active ? "->" : "<-",
+                  endpoint_text(&ep->remote_address, ep->remote_port, remote), event);
+}
+
+static void post_conn_event(DAT_EVD_HANDLE evd_handle, DAT_EVENT_NUMBER number, struct ep *ep,
+                            DAT_COUNT pd_len)
+{
+        DAT_EVENT event = { .event_number = number };
+        struct evd *evd = evd_lookup(evd_handle);
+
+        if (!evd)
+                return;
+        event.event_data.connect_event_data = (DAT_CONNECTION_EVENT_DATA){
+                .ep_handle = ep->obj.handle,
+                .private_data_size = pd_len,
+                .private_data = pd_len ? ep->event_pd : NULL,
+        };
+        (void)evd_post_event(evd, &event);
+}
+
+/* Where an event of a connection stream takes an EP in state s, or -1 if
+ * it does not apply (stale: the EP moved on). */
+static int next_state(DAT_EP_STATE s, uint32_t event)
+{
+        bool pending = s == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ||
+                       s == DAT_EP_STATE_COMPLETION_PENDING;
+
+        switch (event) {
+        case DAT_CONNECTION_EVENT_ESTABLISHED:
+                return pending ? DAT_EP_STATE_CONNECTED : -1;
+        case DAT_CONNECTION_EVENT_PEER_REJECTED:
+        case DAT_CONNECTION_EVENT_NON_PEER_REJECTED:
+        case DAT_CONNECTION_EVENT_TIMED_OUT:
+        case DAT_CONNECTION_EVENT_UNREACHABLE:
+                return s == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ? DAT_EP_STATE_DISCONNECTED : -1;
+        case DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR:
+                return s == DAT_EP_STATE_COMPLETION_PENDING ? DAT_EP_STATE_DISCONNECTED : -1;
+        case DAT_CONNECTION_EVENT_DISCONNECTED:
+        case DAT_CONNECTION_EVENT_BROKEN:
+                return pending || s == DAT_EP_STATE_CONNECTED ||
+                                       s == DAT_EP_STATE_DISCONNECT_PENDING
+                               ? DAT_EP_STATE_DISCONNECTED : -1;
+        default:
+                return -1;
+        }
+}
+
+void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev)
+{
+        DAT_EVD_HANDLE evd_handle;
+        DAT_COUNT pd_len;
+        struct ep *ep;
+        int next;
+
+        dat_object_lock();
+        ep = ep_lookup((DAT_EP_HANDLE)(uintptr_t)ev->ep_handle);
+        if (!ep || ep->obj.parent != &ia->obj || ep->obj.closing ||
+            (ep->conn_id != 0 && ep->conn_id != ev->conn_id)) {
+                dat_object_unlock();
+                dat_trace("connection %u event 0x%x for no EP of ours: dropped", ev->conn_id,
+                          ev->event);
+                return;
+        }
+        next = next_state(ep->state, ev->event);
+        if (next < 0) {
+                dat_object_unlock();
+                dat_trace("EP %p: connection %u event 0x%x in state %d: dropped", ep->obj.handle,
+                          ev->conn_id, ev->event, ep->state);
+                return;
+        }
+        __atomic_store_n(&ep->state, (DAT_EP_STATE)next, __ATOMIC_RELEASE);
+        ep->conn_id = ev->conn_id;
+        pd_len = (DAT_COUNT)(ev->pd_len <= DATP_PRIVATE_DATA_MAX ? ev->pd_len : 0);
+        memcpy(ep->event_pd, ev->private_data, (size_t)pd_len);
+        ep->event_pd_len = pd_len;
+        evd_handle = ep->connect_evd;
+        trace_event(ia, ep, ev->conn_id, ev->event);
+        dat_object_unlock();
+        ep_mirror_nowait(ep);
+        post_conn_event(evd_handle, (DAT_EVENT_NUMBER)ev->event, ep, pd_len);
+}
+
+static bool has_connection(DAT_EP_STATE s)
+{
+        return s == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING || s == DAT_EP_STATE_COMPLETION_PENDING ||
+               s == DAT_EP_STATE_CONNECTED || s == DAT_EP_STATE_DISCONNECT_PENDING;
+}
+
+/* One EP of ia that still has a connection, moved to Disconnected under
+ * the lock; NULL when none is left. */
+static struct ep *break_one_locked(struct ia *ia)
+{
+        dat_list_for_each(pos, &ia->obj.children) {
+                struct dat_object *o = dat_container_of(pos, struct dat_object, sibling);
+                struct ep *ep;
+
+                if (o->ops->type != DAT_HANDLE_TYPE_EP)
+                        continue;
+                ep = dat_container_of(o, struct ep, obj);
+                if (!has_connection(ep->state))
+                        continue;
+                __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);
+                ep->event_pd_len = 0;
+                return ep;
+        }
+        return NULL;
+}
+
+void conn_ia_broken(struct ia *ia)
+{
+        for (;;) {
+                DAT_EVD_HANDLE evd_handle;
+                struct ep *ep;
+
+                dat_object_lock();
+                ep = break_one_locked(ia);
+                evd_handle = ep ? ep->connect_evd : DAT_HANDLE_NULL;
+                dat_object_unlock();
+                if (!ep)
+                        break;
+                /* No lock held: the EVD may trigger a CNO's agent. */
+                post_conn_event(evd_handle, DAT_CONNECTION_EVENT_BROKEN, ep, 0);
+        }
+        ep_post_async_event(ia, ia->obj.handle, DAT_IA_CATASTROPHIC_ERROR);
+}
+
+static DAT_RETURN send_disconnect(struct ep *ep, uint32_t conn_id, bool graceful)
+{
+        struct datp_disconnect req = { .hdr = { .type = DATP_DISCONNECT, .length = sizeof(req) } };
+        struct ia *ia = ep_ia(ep);
+        union datp_message reply;
+        char why[DATD_REASON_MAX];
+        DAT_RETURN ret;
+
+        req.ia_id = ia->ia_id;
+        req.conn_id = conn_id;
+        req.flags = graceful ? DATP_CLOSE_GRACEFUL : DATP_CLOSE_ABRUPT;
+        ret = datd_conn_call(&ia->conn, &req.hdr, &reply, why);
+        if (ret != DAT_SUCCESS) {
+                dat_trace("DISCONNECT of connection %u: %s", conn_id, why);
+                return ret;
+        }
+        return dat_err_normalize(reply.disconnect_reply.status.dat_status);
+}
+
+void conn_ep_abort(struct ep *ep)
+{
+        uint32_t conn_id;
+        bool live;
+
+        dat_object_lock();
+        live = has_connection(ep->state);
+        conn_id = ep->conn_id;
+        dat_object_unlock();
+        if (live && conn_id)
+                (void)send_disconnect(ep, conn_id, false);
+}
+
+static socklen_t address_len(const struct sockaddr *sa)
+{
+        switch (sa->sa_family) {
+        case AF_INET:
+                return sizeof(struct sockaddr_in);
+        case AF_INET6:
+                return sizeof(struct sockaddr_in6);
+        default:
+                return 0;
+        }
+}
+
+struct connect_args {
+        struct sockaddr_storage address;
+        socklen_t address_len;
+        DAT_CONN_QUAL conn_qual;
+        DAT_TIMEOUT timeout;
+        DAT_COUNT pd_size;
+        const void *pd;
+        DAT_CONNECT_FLAGS flags;
+        uint32_t dup_of;                /* dat_ep_dup_connect: the duplicated connection */
+};
+
+/* Unconnected -> Active Connection Pending, CONNECT; back to Unconnected if
+ * datd refuses at once. */
+static DAT_RETURN start_connect(struct ep *ep, const struct connect_args *a)
+{
+        struct datp_connect req = { .hdr = { .type = DATP_CONNECT, .length = sizeof(req) } };
+        struct ia *ia = ep_ia(ep);
+        union datp_message reply;
+        char why[DATD_REASON_MAX];
+        DAT_RETURN ret = DAT_SUCCESS;
+        bool back = false;
+
+        dat_object_lock();
+        if (ep->obj.closing)
+                ret = dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        /* dat_ep_connect(3DAT): the EP must be Unconnected. */
+        else if (ep->state != DAT_EP_STATE_UNCONNECTED)
+                ret = ep_invalid_state(ep->state);
+        else if (!ep->connect_evd)
+                ret = DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
+        else {
+                __atomic_store_n(&ep->state, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
+                                 __ATOMIC_RELEASE);
+                ep->active = true;
+                ep->conn_id = 0;
+                ep->remote_address = a->address;
+                ep->has_remote = true;
+                ep->remote_port = a->conn_qual;
+                ep->remote_conn_qual = a->conn_qual;
+                ep->connect_flags = a->flags;
+        }
+        dat_object_unlock();
+        if (ret != DAT_SUCCESS)
+                return ret;
+        ep_mirror_nowait(ep);
+
+        req.ia_id = ia->ia_id;
+        req.flags = a->dup_of ? DATP_CONNECT_DUP : 0;
+        req.ep_handle = (uintptr_t)ep->obj.handle;
+        req.dup_of_conn_id = a->dup_of;
+        /* A DUP names no remote end: datd reuses the duplicated
+         * connection's, redirections included (proto/datp.h). */
+        if (!a->dup_of) {
+                memcpy(&req.remote_address, &a->address, a->address_len);
+                req.remote_address_len = (uint32_t)a->address_len;
+                req.remote_conn_qual = a->conn_qual;
+        }
+        req.qos = DAT_QOS_BEST_EFFORT;
+        req.timeout_us = a->timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX : a->timeout;
+        req.connect_flags = (uint32_t)a->flags;
+        req.pd_len = (uint32_t)a->pd_size;
+        if (a->pd_size)
+                memcpy(req.private_data, a->pd, (size_t)a->pd_size);
+        ret = datd_conn_call(&ia->conn, &req.hdr, &reply, why);
+        if (ret != DAT_SUCCESS)
+                dat_trace("CONNECT to conn_qual %llu: %s", (unsigned long long)a->conn_qual, why);
+        else
+                ret = dat_err_normalize(reply.connect_reply.status.dat_status);
+
+        dat_object_lock();
+        if (ret != DAT_SUCCESS && ep->state == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING &&
+            ep->conn_id == 0) {
+                __atomic_store_n(&ep->state, DAT_EP_STATE_UNCONNECTED, __ATOMIC_RELEASE);
+                ep->has_remote = false;
+                ep->active = false;
+                back = true;
+        } else if (ret == DAT_SUCCESS && ep->conn_id == 0) {
+                ep->conn_id = reply.connect_reply.conn_id;
+        }
+        dat_object_unlock();
+        if (back) {
+                char remote[96];
+
+                dat_trace("IA %s: datd refused CONNECT to %s: 0x%08x", ia->name,
+                          endpoint_text(&a->address, a->conn_qual, remote), ret);
+                ep_mirror_nowait(ep);
+        }
+        return ret;
+}
+
+/* The checks dat_ep_connect and dat_ep_dup_connect share, from the timeout
+ * on (timeout_arg is its position). */
+static DAT_RETURN check_connect_args(const struct ia *ia, DAT_TIMEOUT timeout,
+                                     DAT_COUNT pd_size, const void *pd, DAT_QOS qos,
+                                     int timeout_arg)
+{
+        DAT_RETURN ret;
+
+        /* "Values must be positive." */
+        if (timeout == 0)
+                return DAT_ERR_ARG(timeout_arg);
+        ret = conn_check_private_data(ia, pd_size, pd, timeout_arg + 1);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        /* "If the local Provider or Transport does not support the
+         * requested qos, the operation fails and DAT_MODEL_NOT_SUPPORTED is
+         * returned synchronously." */
+        if (qos != DAT_QOS_BEST_EFFORT)
+                return DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
+        return DAT_SUCCESS;
+}
+
+/* dat_ep_connect(3DAT) */
+_public_ DAT_RETURN dat_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remote_ia_address,
+                                   DAT_CONN_QUAL remote_conn_qual, DAT_TIMEOUT timeout,
+                                   DAT_COUNT private_data_size, const DAT_PVOID private_data,
+                                   DAT_QOS quality_of_service, DAT_CONNECT_FLAGS connect_flags)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+        struct connect_args a = { .conn_qual = remote_conn_qual, .timeout = timeout,
+                                  .pd_size = private_data_size, .pd = private_data,
+                                  .flags = connect_flags };
+        DAT_RETURN ret;
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        if (!remote_ia_address)
+                return DAT_ERR_ARG(2);
+        a.address_len = address_len(remote_ia_address);
+        if (a.address_len == 0)
+                return DAT_ERR(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_UNSUPPORTED);
+        memcpy(&a.address, remote_ia_address, a.address_len);
+        ret = check_connect_args(ep_ia(ep), timeout, private_data_size, private_data,
+                                 quality_of_service, 4);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        if (connect_flags & ~(DAT_CONNECT_FLAGS)(DAT_CONNECT_MULTIPATH_FLAG |
+                                                 DAT_CONNECT_MULTIPATH_REQUIRED_FLAG))
+                return DAT_ERR_ARG(8);
+        /* One path is all there is: requiring several is a model this
+         * provider does not support; requesting them is a wish. */
+        if (connect_flags & DAT_CONNECT_MULTIPATH_REQUIRED_FLAG)
+                return DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
+        return start_connect(ep, &a);
+}
+
+/* dat_ep_dup_connect(3DAT): "the same remote IA, Connection Qualifier, and
+ * connect_flags as used for establishing the connection on duplicated
+ * Endpoints and following the same redirections" -- datd follows them by
+ * the duplicated connection's id. */
+_public_ DAT_RETURN dat_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_ep_handle,
+                                       DAT_TIMEOUT timeout, DAT_COUNT private_data_size,
+                                       const DAT_PVOID private_data, DAT_QOS quality_of_service)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+        struct ep *dup = ep_lookup(dup_ep_handle);
+        struct connect_args a = { .timeout = timeout, .pd_size = private_data_size,
+                                  .pd = private_data };
+        DAT_RETURN ret;
+
+        if (!ep || !dup)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        /* "Connected local Endpoint": an EP of the same IA. */
+        if (dup->obj.parent != ep->obj.parent)
+                return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+        ret = check_connect_args(ep_ia(ep), timeout, private_data_size, private_data,
+                                 quality_of_service, 3);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        dat_object_lock();
+        /* "A parameter is in an invalid state": the duplicated EP must be
+         * Connected. */
+        if (dup->state != DAT_EP_STATE_CONNECTED || !dup->has_remote || dup->conn_id == 0) {
+                DAT_EP_STATE s = dup->state;
+
+                dat_object_unlock();
+                return ep_invalid_state(s);
+        }
+        a.address = dup->remote_address;
+        a.conn_qual = dup->active ? dup->remote_conn_qual : dup->remote_port;
+        a.flags = dup->active ? dup->connect_flags : DAT_CONNECT_DEFAULT_FLAG;
+        a.dup_of = dup->conn_id;
+        dat_object_unlock();
+        a.address_len = address_len((const struct sockaddr *)&a.address);
+        if (a.address_len == 0)
+                return DAT_ERR(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_UNSUPPORTED);
+        return start_connect(ep, &a);
+}
+
+/* dat_ep_disconnect(3DAT) */
+_public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS close_flags)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+        bool graceful = close_flags == DAT_CLOSE_GRACEFUL_FLAG;
+        DAT_EVD_HANDLE evd_handle = DAT_HANDLE_NULL;
+        bool pending = false, done = false;
+        DAT_EP_STATE s;
+        uint32_t conn_id;
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        if (close_flags != DAT_CLOSE_ABRUPT_FLAG && close_flags != DAT_CLOSE_GRACEFUL_FLAG)
+                return DAT_ERR_ARG(2);
+        dat_object_lock();
+        s = ep->state;
+        conn_id = ep->conn_id;
+        if (s == DAT_EP_STATE_CONNECTED && graceful) {
+                /* "During that time, the local Endpoint is in a
+                 * DAT_EP_DISCONNECT_PENDING state." */
+                __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECT_PENDING, __ATOMIC_RELEASE);
+                pending = true;
+        }
+        dat_object_unlock();
+        /* "The graceful dat_ep_disconnect() call when the local Endpoint is
+         * in the DAT_EP_DISCONNECT_PENDING state has no effect." */
+        if (s == DAT_EP_STATE_DISCONNECTED || (s == DAT_EP_STATE_DISCONNECT_PENDING && graceful))
+                return DAT_SUCCESS;
+        if (!has_connection(s))
+                return ep_invalid_state(s);
+        if (pending)
+                ep_mirror_nowait(ep);
+        if (conn_id)
+                (void)send_disconnect(ep, conn_id, graceful);
+
+        /* No outstanding DTOs to complete yet: the disconnect is done. */
+        dat_object_lock();
+        if (has_connection(ep->state)) {
+                __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);
+                ep->event_pd_len = 0;
+                evd_handle = ep->connect_evd;
+                done = true;
+        }
+        dat_object_unlock();
+        if (done) {
+                ep_mirror_nowait(ep);
+                post_conn_event(evd_handle, DAT_CONNECTION_EVENT_DISCONNECTED, ep, 0);
+        }
+        return DAT_SUCCESS;
+}

@@ -1,0 +1,141 @@
+/* The per-IA progress thread (progress.h). */
+#include "config.h"
+
+#include "libdat/progress.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "libdat/conn.h"
+#include "libdat/ia.h"
+
+struct progress {
+        struct ia *ia;
+        pthread_t thread;
+        int stop_fd;                    /* eventfd: readable when the thread must leave */
+        union datp_message buf;         /* the one receive buffer */
+};
+
+/* A validated packet. */
+static void dispatch(struct ia *ia, const union datp_message *m, size_t len)
+{
+        switch (m->hdr.type) {
+        case DATP_EV_CONN_REQUEST:
+                cr_dispatch(ia, &m->ev_conn_request);
+                return;
+        case DATP_EV_CONN:
+                conn_dispatch(ia, &m->ev_conn);
+                return;
+        default:
+                /* Replies, and ERRORs naming a request; the rest are
+                 * answers to datd_conn_send, or to a call that gave up. */
+                if (!datd_conn_deliver(&ia->conn, m, len) && m->hdr.type == DATP_ERROR)
+                        dat_trace("IA %s: datd: %s", ia->name, m->error.reason);
+                return;
+        }
+}
+
+/* Reads one packet; false when the connection is over. */
+static bool read_one(struct progress *p)
+{
+        struct ia *ia = p->ia;
+        const char *reason = NULL;
+        unsigned nfds = 0;
+        ssize_t n = datp_recv(ia->conn.fd, &p->buf, NULL, 0, &nfds);
+        int r;
+
+        if (n == -EAGAIN || n == -EINTR)
+                return true;
+        if (n <= 0) {
+                dat_trace("IA %s: datd closed the connection%s", ia->name, n < 0 ? " (error)" : "");
+                return false;
+        }
+        r = datp_validate(&p->buf, (size_t)n, nfds, DATP_TO_CLIENT, ia->conn.version, &reason);
+        if (r < 0) {
+                /* datd does not send garbage: whoever does is not datd. */
+                dat_trace("IA %s: malformed message from datd: %s", ia->name,
+                          reason ? reason : datp_decode_error_str(r));
+                return false;
+        }
+        dispatch(ia, &p->buf, (size_t)n);
+        if (p->buf.hdr.type == DATP_ERROR && p->buf.error.fatal)
+                return false;
+        return true;
+}
+
+static void *progress_main(void *arg)
+{
+        struct progress *p = arg;
+
+        for (;;) {
+                struct pollfd fds[2] = {
+                        { .fd = p->ia->conn.fd, .events = POLLIN },
+                        { .fd = p->stop_fd, .events = POLLIN },
+                };
+
+                if (poll(fds, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break;
+                }
+                if (fds[1].revents)
+                        return NULL;
+                if (fds[0].revents && !read_one(p))
+                        break;
+        }
+        /* datd is gone (or the socket failed): nothing will answer again. */
+        datd_conn_hangup(&p->ia->conn);
+        conn_ia_broken(p->ia);
+        return NULL;
+}
+
+DAT_RETURN progress_start(struct ia *ia)
+{
+        struct progress *p = calloc(1, sizeof(*p));
+        sigset_t all, old;
+        int r;
+
+        if (!p)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        p->ia = ia;
+        p->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (p->stop_fd < 0) {
+                free(p);
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        }
+        datd_conn_set_threaded(&ia->conn, true);
+        /* The consumer's signals are for the consumer's threads. */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        r = pthread_create(&p->thread, NULL, progress_main, p);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r != 0) {
+                datd_conn_set_threaded(&ia->conn, false);
+                close(p->stop_fd);
+                free(p);
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        }
+        ia->progress = p;
+        return DAT_SUCCESS;
+}
+
+void progress_stop(struct ia *ia)
+{
+        struct progress *p = ia->progress;
+        uint64_t one = 1;
+
+        if (!p)
+                return;
+        while (write(p->stop_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+                ;
+        pthread_join(p->thread, NULL);
+        close(p->stop_fd);
+        free(p);
+        ia->progress = NULL;
+        datd_conn_set_threaded(&ia->conn, false);
+}

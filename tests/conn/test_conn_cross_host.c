@@ -1,0 +1,143 @@
+/* Connections between two hosts (network namespaces on one segment, a
+ * datd in each, tests/netns.h): the two datds negotiate over their CM
+ * link.  This process is a client of both datds (their control sockets
+ * are filesystem paths, reachable from any namespace); the TCP between
+ * the hosts is datd's. */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/conn/conn_test.h"
+#include "tests/netns.h"
+
+static struct test_net *net;
+static struct datd_instance d0, d1;
+static struct side a, p; /* a on host 0, p on host 1 */
+
+static void setup(void)
+{
+        const char *why = NULL;
+
+        if (!test_net_available(&why))
+                cr_skip_test("%s", why);
+        cr_assert_eq(test_net_create(&net, 2), 0);
+        cr_assert_eq(test_net_datd_start(net, 0, &d0), 0, "datd on host 0");
+        cr_assert_eq(test_net_datd_start(net, 1, &d1), 0, "datd on host 1");
+        datd_export_env(&d0);
+        side_open_ia(&a, "datd-tcp");
+        datd_export_env(&d1);
+        side_open_ia(&p, "datd-tcp");
+}
+
+static void teardown(void)
+{
+        side_close(&a);
+        side_close(&p);
+        datd_stop(&d0);
+        datd_stop(&d1);
+        test_net_destroy(&net);
+}
+
+TestSuite(cross_host, .init = setup, .fini = teardown, .timeout = CONN_TEST_TIMEOUT);
+
+/* The issue: "the IA address that dat_ia_query reports is the host's IPv4
+ * ... sockaddr that a remote peer passes to dat_ep_connect"; dat_cr_accept
+ * (3DAT) across hosts: ESTABLISHED on both sides, private data both ways. */
+Test(cross_host, accept_connects_both_hosts_with_private_data)
+{
+        unsigned char out[64], back[64];
+        DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_CR_PARAM cp;
+        DAT_CR_HANDLE cr;
+        DAT_EVENT ev;
+
+        memset(out, 0x5a, sizeof(out));
+        memset(back, 0xa5, sizeof(back));
+        side_psp(&p, q);
+        cr = connect_and_get_cr(&a, aep, &p, q, out, sizeof(out));
+        cr_assert_eq(dat_cr_query(cr, DAT_CR_FIELD_ALL, &cp), DAT_SUCCESS);
+        cr_assert_eq(cp.private_data_size, (DAT_COUNT)sizeof(out));
+        cr_expect_eq(memcmp(cp.private_data, out, sizeof(out)), 0);
+        /* dat_cr_query(3DAT): the remote IA address is the active host's. */
+        cr_assert_eq(cp.remote_ia_address_ptr->sa_family, AF_INET);
+        cr_expect_eq(((struct sockaddr_in *)cp.remote_ia_address_ptr)->sin_addr.s_addr,
+                     ((struct sockaddr_in *)&a.address)->sin_addr.s_addr);
+        cr_expect_neq(((struct sockaddr_in *)&a.address)->sin_addr.s_addr,
+                      ((struct sockaddr_in *)&p.address)->sin_addr.s_addr);
+        cr_assert_eq(dat_cr_accept(cr, pep, sizeof(back), back), DAT_SUCCESS);
+        ev = expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_assert_eq(ev.event_data.connect_event_data.private_data_size, (DAT_COUNT)sizeof(back));
+        cr_expect_eq(memcmp(ev.event_data.connect_event_data.private_data, back, sizeof(back)), 0);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_CONNECTED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_CONNECTED);
+        /* dat_ep_disconnect(3DAT): DISCONNECTED on both hosts. */
+        cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* dat_cr_reject(3DAT) across hosts: PEER_REJECTED, EP Disconnected. */
+Test(cross_host, reject_is_peer_rejected)
+{
+        check_reject(&a, &p);
+}
+
+/* dat_ep_connect(3DAT): the timeout expires before the remote consumer
+ * answers -> TIMED_OUT, EP Disconnected. */
+Test(cross_host, unanswered_request_times_out)
+{
+        check_timeout(&a, &p);
+}
+
+/* dat_ep_connect(3DAT): no listener on the remote host's conn_qual ->
+ * NON_PEER_REJECTED, EP Disconnected. */
+Test(cross_host, no_listener_is_non_peer_rejected)
+{
+        check_no_listener(&a, &p);
+}
+
+/* The issue: "listener dies mid-request": the listening process on the
+ * remote host dies with the request pending -> the active side's
+ * connection is not established (NON_PEER_REJECTED or BROKEN). */
+Test(cross_host, listener_dies_mid_request)
+{
+        datd_export_env(&d1);
+        check_listener_dies_mid_request(&a, &p, "datd-tcp");
+}
+
+/* The issue: "peer host link cut (ip link down)": a connection to a host
+ * whose cable is pulled breaks (DAT_CONNECTION_EVENT_BROKEN, EP
+ * Disconnected) within the bound. */
+Test(cross_host, link_cut_breaks_the_connection)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        cr_assert_eq(test_net_link_down(net, 1), 0);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_DISCONNECTED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* dat_ep_dup_connect(3DAT) across hosts: the request reaches the remote
+ * end of the duplicated EP (same host, same conn_qual). */
+Test(cross_host, dup_connect_reaches_the_same_remote_end)
+{
+        check_dup_connect(&a, &p);
+}
+
+/* dat_cr_handoff(3DAT) of a request that came from another host. */
+Test(cross_host, handoff_moves_the_request_to_another_conn_qual)
+{
+        check_handoff(&a, &p);
+}

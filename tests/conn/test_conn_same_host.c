@@ -1,0 +1,501 @@
+/* Connections between two IAs on one host, through one real datd: each
+ * IA is its own client of datd (its own control connection); the tests
+ * that need two processes fork one. */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/conn/conn_test.h"
+
+static struct side a, p; /* active, passive */
+
+static void setup(void)
+{
+        conn_datd_start();
+        side_open(&a);
+        side_open(&p);
+}
+
+static void teardown(void)
+{
+        side_close(&a);
+        side_close(&p);
+        conn_datd_stop();
+}
+
+TestSuite(same_host, .init = setup, .fini = teardown, .timeout = CONN_TEST_TIMEOUT);
+
+/* dat_ep_connect(3DAT), dat_cr_query(3DAT), dat_cr_accept(3DAT): the
+ * private data of the request reaches the passive side (dat_cr_query), the
+ * accept's reaches the active side in DAT_CONNECTION_EVENT_ESTABLISHED;
+ * both EPs end Connected. */
+static void accept_with_private_data(DAT_COUNT n)
+{
+        unsigned char out[256], back[256];
+        DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_PSP_HANDLE psp = side_psp(&p, q);
+        DAT_CR_PARAM param;
+        DAT_CR_HANDLE cr;
+        DAT_EVENT ev;
+
+        cr_assert_leq(n, (DAT_COUNT)sizeof(out));
+        fill_pattern(out, (size_t)n, 1);
+        fill_pattern(back, (size_t)n, 99);
+        cr = connect_and_get_cr(&a, aep, &p, q, out, n);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+        cr_assert_eq(dat_cr_query(cr, DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
+        cr_assert_eq(param.private_data_size, n);
+        cr_expect_eq(memcmp(param.private_data, out, (size_t)n), 0);
+        cr_expect_not_null(param.remote_ia_address_ptr);
+        cr_expect_eq(param.local_ep_handle, DAT_HANDLE_NULL);
+        cr_assert_eq(dat_cr_accept(cr, pep, n, back), DAT_SUCCESS);
+        ev = expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_expect_eq(ev.event_data.connect_event_data.ep_handle, aep);
+        cr_assert_eq(ev.event_data.connect_event_data.private_data_size, n);
+        cr_expect_eq(memcmp(ev.event_data.connect_event_data.private_data, back, (size_t)n), 0);
+        ev = expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_expect_eq(ev.event_data.connect_event_data.ep_handle, pep);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_CONNECTED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_CONNECTED);
+        /* The CR is gone once accepted. */
+        cr_expect_eq(dat_cr_query(cr, DAT_CR_FIELD_ALL, &param),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CR));
+        cr_expect_eq(dat_psp_free(psp), DAT_SUCCESS);
+}
+
+Test(same_host, accept_carries_64_bytes_of_private_data_both_ways)
+{
+        accept_with_private_data(64);
+}
+
+Test(same_host, accept_carries_the_maximum_private_data_both_ways)
+{
+        accept_with_private_data(a.pattr.max_private_data_size);
+}
+
+/* dat_cr_reject(3DAT) / dat_ep_connect(3DAT): "The rejection of the
+ * connection by the remote Consumer is reported ... through a
+ * DAT_CONNECTION_EVENT_PEER_REJECTED event" and the EP goes Disconnected;
+ * the reject's private data reaches the active side. */
+Test(same_host, reject_is_peer_rejected_with_private_data)
+{
+        check_reject(&a, &p);
+}
+
+/* dat_ep_connect(3DAT): "remote Consumer is not listening on the requested
+ * Connection Qualifier" -> DAT_CONNECTION_EVENT_NON_PEER_REJECTED, the EP
+ * Disconnected. */
+Test(same_host, no_listener_is_non_peer_rejected)
+{
+        check_no_listener(&a, &p);
+}
+
+/* dat_ep_connect(3DAT): "When the timeout expired prior to completion of
+ * the Connection establishment, the local Endpoint is automatically
+ * transitioned into a DAT_EP_STATE_DISCONNECTED state and ... a
+ * DAT_CONNECTION_EVENT_TIMED_OUT event". */
+Test(same_host, unanswered_request_times_out)
+{
+        check_timeout(&a, &p);
+}
+
+/* dat_psp_create(3DAT): a conn_qual already taken on the IA ->
+ * DAT_CONN_QUAL_IN_USE, across processes of the host; it is free again
+ * once its listener's process is gone. */
+Test(same_host, conn_qual_in_use_across_processes)
+{
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_PSP_HANDLE psp;
+        DAT_RETURN r;
+        int done;
+        pid_t child = fork_listener("datd-shm", q, false, &done);
+
+        cr_expect_eq(dat_psp_create(p.ia, q, p.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp),
+                     ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE));
+        kill_listener(child);
+        /* datd learns of the death from the closed socket, in its own time:
+         * ask until it has (bounded). */
+        for (int i = 0; i < 500; i++) {
+                r = dat_psp_create(p.ia, q, p.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp);
+                if (r != ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE))
+                        break;
+                usleep(20000);
+        }
+        cr_expect_eq(r, DAT_SUCCESS, "0x%08x", r);
+}
+
+/* dat_psp_create_any(3DAT): the provider picks a free conn_qual and returns
+ * it; dat_psp_query reports it; a connection to it arrives there. */
+Test(same_host, psp_create_any_returns_a_reachable_conn_qual)
+{
+        DAT_CONN_QUAL q = 0;
+        DAT_PSP_HANDLE psp;
+        DAT_PSP_PARAM param;
+        DAT_EP_HANDLE aep = side_ep(&a);
+        DAT_CR_HANDLE cr;
+        DAT_EVENT ev;
+
+        cr_assert_eq(dat_psp_create_any(p.ia, &q, p.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp),
+                     DAT_SUCCESS);
+        cr_assert_eq(dat_psp_query(psp, DAT_PSP_FIELD_ALL, &param), DAT_SUCCESS);
+        cr_expect_eq(param.conn_qual, q);
+        cr_expect_eq(param.ia_handle, p.ia);
+        cr_expect_eq(param.evd_handle, p.cr_evd);
+        cr_expect_eq(param.psp_flags, DAT_PSP_CONSUMER_FLAG);
+        cr_assert_eq(dat_ep_connect(aep, (DAT_IA_ADDRESS_PTR)&p.address, q, DAT_TIMEOUT_INFINITE,
+                                    0, NULL, DAT_QOS_BEST_EFFORT, 0), DAT_SUCCESS);
+        ev = expect_event(p.cr_evd, DAT_CONNECTION_REQUEST_EVENT);
+        cr_expect_eq(ev.event_data.cr_arrival_event_data.sp_handle.psp_handle, psp);
+        cr = ev.event_data.cr_arrival_event_data.cr_handle;
+        cr_expect_eq(dat_cr_reject(cr, 0, NULL), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_PEER_REJECTED);
+}
+
+/* dat_rsp_create(3DAT): the EP goes Reserved; a request moves it to
+ * Passive Connection Pending; dat_cr_accept with DAT_HANDLE_NULL uses it
+ * ("If the local Endpoint is specified by the Connection Request, the
+ * ep_handle shall be DAT_HANDLE_NULL") and it ends Connected. */
+Test(same_host, rsp_reserves_its_ep_and_accepts_on_it)
+{
+        DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_RSP_HANDLE rsp;
+        DAT_RSP_PARAM rp;
+        DAT_CR_PARAM cp;
+        DAT_CR_HANDLE cr;
+
+        cr_assert_eq(dat_rsp_create(p.ia, q, pep, p.cr_evd, &rsp), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_RESERVED);
+        cr_assert_eq(dat_rsp_query(rsp, DAT_RSP_FIELD_ALL, &rp), DAT_SUCCESS);
+        cr_expect_eq(rp.ep_handle, pep);
+        cr_expect_eq(rp.conn_qual, q);
+        /* dat_ep_free(3DAT): not in the Reserved state. */
+        cr_expect_eq(DAT_GET_TYPE(dat_ep_free(pep)), DAT_INVALID_STATE);
+        cr = connect_and_get_cr(&a, aep, &p, q, NULL, 0);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+        cr_assert_eq(dat_cr_query(cr, DAT_CR_FIELD_ALL, &cp), DAT_SUCCESS);
+        cr_expect_eq(cp.local_ep_handle, pep);
+        cr_assert_eq(dat_cr_accept(cr, DAT_HANDLE_NULL, 0, NULL), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_CONNECTED);
+        cr_expect_eq(dat_rsp_free(rsp), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_CONNECTED);
+}
+
+/* dat_rsp_free(3DAT): the EP still Reserved goes back to Unconnected. */
+Test(same_host, rsp_free_gives_the_ep_back_unconnected)
+{
+        DAT_EP_HANDLE pep = side_ep(&p);
+        DAT_RSP_HANDLE rsp;
+
+        cr_assert_eq(dat_rsp_create(p.ia, fresh_qual(), pep, p.cr_evd, &rsp), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_RESERVED);
+        cr_assert_eq(dat_rsp_free(rsp), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_UNCONNECTED);
+        cr_expect_eq(dat_ep_free(pep), DAT_SUCCESS);
+}
+
+/* dat_cr_handoff(3DAT): the request moves to the listener of another
+ * conn_qual of the same IA, where it arrives as a new request; the handed
+ * off CR is gone. */
+Test(same_host, handoff_moves_the_request_to_another_conn_qual)
+{
+        check_handoff(&a, &p);
+}
+
+/* dat_ep_dup_connect(3DAT): "The remote end of the requested connection
+ * shall be the same as the remote end of the dup_ep_handle": the request
+ * arrives at the listener the duplicated EP connected to; the EP goes
+ * Active Connection Pending, then Connected on acceptance. */
+Test(same_host, dup_connect_reaches_the_same_remote_end)
+{
+        check_dup_connect(&a, &p);
+}
+
+/* dat_ep_dup_connect(3DAT): the peer's reject is PEER_REJECTED and the EP
+ * goes Disconnected, as for dat_ep_connect. */
+Test(same_host, dup_connect_rejected_is_peer_rejected)
+{
+        DAT_EP_HANDLE aep, pep, aep2 = side_ep(&a);
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVENT ev;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        cr_assert_eq(dat_ep_dup_connect(aep2, aep, DAT_TIMEOUT_INFINITE, 0, NULL,
+                                        DAT_QOS_BEST_EFFORT), DAT_SUCCESS);
+        ev = expect_event(p.cr_evd, DAT_CONNECTION_REQUEST_EVENT);
+        cr_assert_eq(dat_cr_reject(ev.event_data.cr_arrival_event_data.cr_handle, 0, NULL),
+                     DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_PEER_REJECTED);
+        cr_expect_eq(ep_state_of(aep2), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* dat_ep_disconnect(3DAT): graceful and abrupt both end with
+ * DAT_CONNECTION_EVENT_DISCONNECTED and Disconnected EPs on both sides. */
+static void disconnect_both_sides(DAT_CLOSE_FLAGS flags)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        cr_assert_eq(dat_ep_disconnect(aep, flags), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_DISCONNECTED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+        /* dat_ep_reset(3DAT): Disconnected -> Unconnected, ready again. */
+        cr_expect_eq(dat_ep_reset(aep), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_UNCONNECTED);
+}
+
+Test(same_host, graceful_disconnect_is_disconnected_on_both_sides)
+{
+        disconnect_both_sides(DAT_CLOSE_GRACEFUL_FLAG);
+}
+
+Test(same_host, abrupt_disconnect_is_disconnected_on_both_sides)
+{
+        disconnect_both_sides(DAT_CLOSE_ABRUPT_FLAG);
+}
+
+/* dat_ep_free(3DAT): freeing a Connected EP disconnects it: the peer gets
+ * DAT_CONNECTION_EVENT_DISCONNECTED (or BROKEN). */
+Test(same_host, freeing_a_connected_ep_disconnects_the_peer)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVENT ev;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
+        ev = wait_event(p.conn_evd);
+        cr_expect(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED ||
+                  ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "0x%x", ev.event_number);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* The issue: "a peer process that dies -> its peers get
+ * DAT_CONNECTION_EVENT_BROKEN promptly"; the EP goes Disconnected. */
+Test(same_host, peer_process_killed_is_broken)
+{
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EP_HANDLE aep = side_ep(&a);
+        int done;
+        char c;
+        pid_t child = fork_listener("datd-shm", q, true, &done);
+
+        cr_assert_eq(dat_ep_connect(aep, (DAT_IA_ADDRESS_PTR)&a.address, q, DAT_TIMEOUT_INFINITE,
+                                    0, NULL, DAT_QOS_BEST_EFFORT, 0), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_assert_eq(read(done, &c, 1), 1);
+        kill_listener(child);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* The issue: "listener dies mid-request": a request pending at a listener
+ * whose process dies ends, for the active side, as a connection that was
+ * not established (NON_PEER_REJECTED, or BROKEN) and the EP Disconnected. */
+Test(same_host, listener_dies_mid_request)
+{
+        check_listener_dies_mid_request(&a, &p, "datd-shm");
+}
+
+/* dat_ia_close(3DAT) abrupt with listeners, requests and connections
+ * live: everything goes, the peer sees its connection end. */
+Test(same_host, abrupt_close_with_connections_ends_them)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVENT ev;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        cr_assert_eq(dat_ia_close(a.ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        a.ia = DAT_HANDLE_NULL;
+        ev = wait_event(p.conn_evd);
+        cr_expect(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED ||
+                  ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "0x%x", ev.event_number);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* DESIGN.md, progress thread: when datd goes away the IA's connections
+ * are broken (DAT_CONNECTION_EVENT_BROKEN, EP Disconnected), the IA's
+ * async EVD gets an asynchronous error naming the IA, later calls that
+ * need datd fail, and dat_ia_close still closes. */
+Test(same_host, datd_dying_breaks_connections_and_reports_async_error)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_PSP_HANDLE psp;
+        DAT_EVENT ev;
+        int status;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        cr_assert_gt(conn_datd.pid, 0);
+        kill(conn_datd.pid, SIGKILL);
+        waitpid(conn_datd.pid, &status, 0);
+        conn_datd.pid = 0;
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_DISCONNECTED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+        ev = wait_event(a.async_evd);
+        cr_expect_eq(ev.event_number, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR);
+        cr_expect_eq(ev.event_data.asynch_error_event_data.dat_handle, a.ia);
+        cr_expect_eq(DAT_GET_TYPE(dat_psp_create(a.ia, q, a.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp)),
+                     DAT_INTERNAL_ERROR);
+        cr_expect_eq(dat_ia_close(a.ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        a.ia = DAT_HANDLE_NULL;
+}
+
+/* `datctl --json ep list` lists every EP with its state. */
+static unsigned listed_in_state(const char *state)
+{
+        char *datctl = build_path("daemon/datctl");
+        char address[PATH_MAX + 32], want[64];
+        char *argv[] = { datctl, address, "--json", "ep", "list", NULL };
+        char *out = NULL;
+        unsigned n = 0;
+        int status;
+
+        snprintf(address, sizeof(address), "--address=%s", conn_datd.bus_address);
+        snprintf(want, sizeof(want), "\"state\": \"%s\"", state);
+        status = run_capture(argv, &out, 10000);
+        free(datctl);
+        cr_assert_eq(status, 0, "datctl ep list: %s", out ? out : "");
+        for (const char *at = out; (at = strstr(at, want)) != NULL; at += strlen(want))
+                n++;
+        free(out);
+        return n;
+}
+
+/* A round trip on each IA's control connection: datd has read every
+ * state change libdat sent before it. */
+static void sync_with_datd(void)
+{
+        DAT_PZ_HANDLE pz;
+
+        cr_assert_eq(dat_pz_create(a.ia, &pz), DAT_SUCCESS);
+        cr_assert_eq(dat_pz_free(pz), DAT_SUCCESS);
+        cr_assert_eq(dat_pz_create(p.ia, &pz), DAT_SUCCESS);
+        cr_assert_eq(dat_pz_free(pz), DAT_SUCCESS);
+}
+
+/* The EP's state as datd shows it (datctl ep list) follows every change
+ * the connection makes: Connected on both sides, then Disconnected. */
+Test(same_host, datctl_ep_list_follows_connection_states)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        sync_with_datd();
+        cr_expect_eq(listed_in_state("CONNECTED"), 2);
+        cr_assert_eq(dat_ep_disconnect(pep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        sync_with_datd();
+        cr_expect_eq(listed_in_state("DISCONNECTED"), 2);
+        cr_expect_eq(listed_in_state("CONNECTED"), 0);
+}
+
+/* dat_ep_disconnect(3DAT): "requests a termination of a connection or
+ * connection establishment": a pending connect ends with the EP
+ * Disconnected and DAT_CONNECTION_EVENT_DISCONNECTED. */
+Test(same_host, disconnect_aborts_a_pending_connect)
+{
+        DAT_EP_HANDLE aep = side_ep(&a);
+        DAT_CONN_QUAL q = fresh_qual();
+
+        side_psp(&p, q);
+        connect_and_get_cr(&a, aep, &p, q, NULL, 0);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+        cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* dat_cr_accept(3DAT): "If the provided local Endpoint does not satisfy
+ * the requested Connection Request, the operation fails without any effect
+ * on the local Endpoint, Pending Connection Request, private data": too
+ * much private data, an EP that is not Unconnected, no EP for a PSP's
+ * request -- each refused, and the request can still be accepted. */
+Test(same_host, failed_accept_leaves_the_request_pending)
+{
+        static unsigned char pd[1024];
+        DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p), busy = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_CR_PARAM cp;
+        DAT_CR_HANDLE cr;
+        DAT_RETURN r;
+
+        side_psp(&p, q);
+        cr = connect_and_get_cr(&a, aep, &p, q, NULL, 0);
+        cr_expect_eq(dat_cr_accept(cr, pep, p.pattr.max_private_data_size + 1, pd), ARG(3));
+        cr_expect_eq(dat_cr_accept(cr, pep, 4, NULL), ARG(4));
+        cr_expect_eq(dat_cr_accept(cr, DAT_HANDLE_NULL, 0, NULL),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+        cr_expect_eq(dat_cr_accept(cr, a.conn_evd, 0, NULL),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+        /* An EP of the other IA is not a local EP of this request. */
+        cr_expect_eq(dat_cr_accept(cr, aep, 0, NULL), ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+        cr_assert_eq(dat_ep_connect(busy, (DAT_IA_ADDRESS_PTR)&p.address, fresh_qual(),
+                                    DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT, 0),
+                     DAT_SUCCESS);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+        r = dat_cr_accept(cr, busy, 0, NULL);
+        cr_expect_eq(r, ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED), "0x%08x", r);
+        cr_expect_eq(dat_cr_reject(cr, p.pattr.max_private_data_size + 1, pd), ARG(2));
+        cr_assert_eq(dat_cr_query(cr, DAT_CR_FIELD_ALL, &cp), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_UNCONNECTED);
+        cr_assert_eq(dat_cr_accept(cr, pep, 0, NULL), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+}
+
+/* dat_cr_accept(3DAT): "If the local Endpoint is specified by the
+ * Connection Request, the ep_handle shall be DAT_HANDLE_NULL": another EP
+ * for an RSP's request is an invalid parameter. */
+Test(same_host, rsp_request_accepted_on_another_ep_is_invalid_parameter)
+{
+        DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p), other = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_RSP_HANDLE rsp;
+        DAT_CR_HANDLE cr;
+
+        cr_assert_eq(dat_rsp_create(p.ia, q, pep, p.cr_evd, &rsp), DAT_SUCCESS);
+        cr = connect_and_get_cr(&a, aep, &p, q, NULL, 0);
+        cr_expect_eq(dat_cr_accept(cr, other, 0, NULL), ARG(2));
+        cr_expect_eq(ep_state_of(other), DAT_EP_STATE_UNCONNECTED);
+        /* dat_ep_free(3DAT): a rejected request "transitions the Endpoint
+         * into the Unconnected state". */
+        cr_assert_eq(dat_cr_reject(cr, 0, NULL), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_PEER_REJECTED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_UNCONNECTED);
+}
+
+/* dat_ia_close(3DAT): a graceful close with a live listener is refused
+ * (DAT_INVALID_STATE); dat_psp_free then lets it close. */
+Test(same_host, graceful_ia_close_with_a_listener_is_invalid_state)
+{
+        DAT_PSP_HANDLE psp = side_psp(&p, fresh_qual());
+
+        cr_expect_eq(DAT_GET_TYPE(dat_ia_close(p.ia, DAT_CLOSE_GRACEFUL_FLAG)), DAT_INVALID_STATE);
+        cr_expect_eq(dat_psp_free(psp), DAT_SUCCESS);
+        cr_expect_eq(dat_psp_free(psp), ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PSP));
+}

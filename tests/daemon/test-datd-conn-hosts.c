@@ -1,0 +1,361 @@
+/* Connections between hosts (PROTOCOL.md, "datd to datd"): two or three
+ * hosts as network namespaces (tests/netns.h), a datd in each, and raw
+ * protocol clients of each datd.  A client reaches its datd through the
+ * datd's filesystem socket from any namespace, and every TCP connection of
+ * the negotiation is made by the datds inside their hosts, so the clients
+ * stay in the test process.  Every event and refusal the DAT man pages name
+ * is checked on both hosts. */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dat2/udat.h>
+
+#include "common/macro.h"
+#include "tests/daemon/conn-expect.h"
+#include "tests/harness.h"
+#include "tests/netns.h"
+
+#define DAT_ERR_TYPE(s) ((uint32_t) (s) & 0x3fff0000u)
+
+static struct test_net *net;
+static struct datd_instance datd[3];
+/* a: the passive side on host 1; b: the active side on host 0. */
+static struct cc a = { .fd = -1 }, b = { .fd = -1 }, x = { .fd = -1 };
+static struct sockaddr_storage host1;
+static socklen_t host1_len;
+
+static void setup(void)
+{
+        const char *why;
+
+        if (!test_net_available(&why))
+                cr_skip_test("%s", why);
+}
+
+static void teardown(void)
+{
+        cc_close(&a);
+        cc_close(&b);
+        cc_close(&x);
+        for (unsigned i = 0; i < 3; i++)
+                datd_stop(&datd[i]);
+        test_net_destroy(&net);
+}
+
+/* One timeout for every suite of this program. */
+#define TEST_TIMEOUT_S 60
+TestSuite(datd_conn_hosts, .init = setup, .fini = teardown, .timeout = TEST_TIMEOUT_S);
+
+/* n_hosts hosts, a datd on hosts 0 and 1; a on host 1's tcp IA, b on host 0's. */
+static void start(unsigned n_hosts)
+{
+        cr_assert_eq(test_net_create(&net, n_hosts), 0);
+        for (unsigned i = 0; i < 2; i++)
+                cr_assert_eq(test_net_datd_start(net, i, &datd[i]), 0, "datd on host %u", i);
+        cr_assert_eq(cc_open(&a, datd[1].socket_path, "tcp"), 0);
+        cr_assert_eq(cc_open(&b, datd[0].socket_path, "tcp"), 0);
+        host1_len = cc_addr4(&host1, test_net_host_addr4(net, 1));
+}
+
+static void stop(void)
+{
+        cc_close(&a);
+        cc_close(&b);
+        cc_close(&x);
+        for (unsigned i = 0; i < 2; i++)
+                cr_expect_eq(datd_stop(&datd[i]), 0, "datd %u's exit status after SIGTERM", i);
+}
+
+/* b on host 0 connects to a on host 1. */
+static void establish(uint64_t qual, uint32_t *a_conn, uint32_t *b_conn)
+{
+        expect_established(&a, &b, &host1, host1_len, qual, a_conn, b_conn);
+}
+
+/* dat_ep_connect(3DAT), dat_cr_accept(3DAT) across hosts: the request
+ * carries the connecter's private data and address, ESTABLISHED reaches both
+ * ends with the peer's private data. */
+Test(datd_conn_hosts, accept_establishes_both_ends_with_private_data)
+{
+        uint8_t pd1[64], pd2[64];
+        union datp_message req, ev;
+        uint32_t b_conn, a_conn = 0, cr;
+        struct sockaddr_storage host0;
+
+        start(2);
+        fill_pattern(pd1, sizeof(pd1), 1);
+        fill_pattern(pd2, sizeof(pd2), 77);
+        expect_listen(&a, 100);
+        b_conn = expect_connect(&b, &host1, host1_len, 100, 5000000, pd1, sizeof(pd1));
+        cr = expect_request(&a, &req);
+        cr_expect_eq(req.ev_conn_request.pd_len, sizeof(pd1));
+        cr_expect_eq(memcmp(req.ev_conn_request.private_data, pd1, sizeof(pd1)), 0);
+        cc_addr4(&host0, test_net_host_addr4(net, 0));
+        cr_expect_eq(memcmp(&((struct sockaddr_in *) &req.ev_conn_request.remote_address)->sin_addr,
+                            &((struct sockaddr_in *) &host0)->sin_addr, 4), 0,
+                     "the request names the connecter's IA address");
+        cr_assert_eq(cc_accept(&a, cr, pd2, sizeof(pd2), &a_conn), DAT_SUCCESS);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_ESTABLISHED, &ev);
+        cr_expect_eq(ev.ev_conn.pd_len, sizeof(pd2));
+        cr_expect_eq(memcmp(ev.ev_conn.private_data, pd2, sizeof(pd2)), 0);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ESTABLISHED, &ev);
+        cr_expect_eq(ev.ev_conn.pd_len, sizeof(pd1));
+        cr_expect_eq(memcmp(ev.ev_conn.private_data, pd1, sizeof(pd1)), 0);
+        stop();
+}
+
+/* dat_cr_reject(3DAT): PEER_REJECTED with the rejecter's private data. */
+Test(datd_conn_hosts, reject_is_peer_rejected_with_private_data)
+{
+        uint8_t pd[64];
+        union datp_message ev;
+        uint32_t b_conn, cr;
+
+        start(2);
+        fill_pattern(pd, sizeof(pd), 5);
+        expect_listen(&a, 101);
+        b_conn = expect_connect(&b, &host1, host1_len, 101, UINT64_MAX, NULL, 0);
+        cr = expect_request(&a, NULL);
+        cr_assert_eq(cc_reject(&a, cr, pd, sizeof(pd)), DAT_SUCCESS);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_PEER_REJECTED, &ev);
+        cr_expect_eq(ev.ev_conn.pd_len, sizeof(pd));
+        cr_expect_eq(memcmp(ev.ev_conn.private_data, pd, sizeof(pd)), 0);
+        stop();
+}
+
+/* dat_ep_connect(3DAT): no listener on the remote conn_qual -> NON_PEER_REJECTED. */
+Test(datd_conn_hosts, no_listener_is_non_peer_rejected)
+{
+        uint32_t b_conn;
+
+        start(2);
+        b_conn = expect_connect(&b, &host1, host1_len, 102, UINT64_MAX, NULL, 0);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL);
+        stop();
+}
+
+/* A host with no datd on the CM port: DAT_CONNECTION_EVENT_UNREACHABLE. */
+Test(datd_conn_hosts, a_host_without_datd_is_unreachable)
+{
+        struct sockaddr_storage host2;
+        socklen_t len;
+        uint32_t b_conn;
+
+        start(3);
+        len = cc_addr4(&host2, test_net_host_addr4(net, 2));
+        b_conn = expect_connect(&b, &host2, len, 103, UINT64_MAX, NULL, 0);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_UNREACHABLE, NULL);
+        stop();
+}
+
+/* Timeout: TIMED_OUT on the active host; the passive host's late accept
+ * fails (ACCEPT_COMPLETION_ERROR). */
+Test(datd_conn_hosts, timeout_is_timed_out_and_a_late_accept_fails)
+{
+        uint32_t b_conn, a_conn = 0, cr;
+
+        start(2);
+        expect_listen(&a, 104);
+        b_conn = expect_connect(&b, &host1, host1_len, 104, 200000, NULL, 0);
+        cr = expect_request(&a, NULL);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_TIMED_OUT, NULL);
+        usleep(100000); /* the withdrawal crosses the link */
+        cr_expect_eq(cc_accept(&a, cr, NULL, 0, &a_conn), DAT_SUCCESS);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL);
+        stop();
+}
+
+/* The listener's process dies while a request waits: NON_PEER_REJECTED. */
+Test(datd_conn_hosts, listener_death_mid_request_is_non_peer_rejected)
+{
+        uint32_t b_conn;
+
+        start(2);
+        expect_listen(&a, 105);
+        b_conn = expect_connect(&b, &host1, host1_len, 105, UINT64_MAX, NULL, 0);
+        expect_request(&a, NULL);
+        cc_close(&a);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL);
+        stop();
+}
+
+/* dat_ep_disconnect(3DAT): DISCONNECTED on both hosts. */
+Test(datd_conn_hosts, disconnect_reaches_both_hosts)
+{
+        uint32_t a_conn, b_conn;
+
+        start(2);
+        establish(106, &a_conn, &b_conn);
+        cr_assert_eq(cc_disconnect(&b, b_conn, DATP_CLOSE_GRACEFUL), DAT_SUCCESS);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        stop();
+}
+
+/* The issue: a peer process that dies -> BROKEN on the other host. */
+Test(datd_conn_hosts, death_of_the_peer_process_is_broken_on_the_other_host)
+{
+        uint32_t a_conn, b_conn;
+
+        start(2);
+        establish(107, &a_conn, &b_conn);
+        cc_close(&a);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_BROKEN, NULL);
+        stop();
+}
+
+/* The peer host's cable is cut: the CM link's keepalive fails and both ends
+ * get BROKEN (cm_keepalive_ms 500, two misses: about a second). */
+Test(datd_conn_hosts, link_cut_breaks_both_ends)
+{
+        uint32_t a_conn, b_conn;
+
+        start(2);
+        establish(108, &a_conn, &b_conn);
+        cr_assert_eq(test_net_link_down(net, 1), 0);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_BROKEN, NULL);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_BROKEN, NULL);
+        stop();
+}
+
+/* dat_cr_handoff(3DAT) of a request from another host. */
+Test(datd_conn_hosts, handoff_of_a_remote_request)
+{
+        uint32_t b_conn, x_conn = 0, cr;
+        union datp_message req;
+
+        start(2);
+        cr_assert_eq(cc_open(&x, datd[1].socket_path, "tcp"), 0);
+        expect_listen(&a, 109);
+        expect_listen(&x, 110);
+        b_conn = expect_connect(&b, &host1, host1_len, 109, UINT64_MAX, NULL, 0);
+        cr = expect_request(&a, NULL);
+        cr_assert_eq(cc_handoff(&a, cr, 110), DAT_SUCCESS);
+        cr = expect_request(&x, &req);
+        cr_expect_eq(req.ev_conn_request.conn_qual, 110);
+        cr_assert_eq(cc_accept(&x, cr, NULL, 0, &x_conn), DAT_SUCCESS);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        expect_ev_conn(&x, x_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        stop();
+}
+
+/* dat_ep_dup_connect(3DAT): same remote host and conn_qual. */
+Test(datd_conn_hosts, dup_connect_reaches_the_same_remote_listener)
+{
+        uint32_t a_conn, b_conn, dup = 0, a_dup = 0, cr;
+        union datp_message req;
+
+        start(2);
+        establish(111, &a_conn, &b_conn);
+        cr_assert_eq(cc_dup_connect(&b, b_conn, UINT64_MAX, NULL, 0, &dup), DAT_SUCCESS);
+        cr = expect_request(&a, &req);
+        cr_expect_eq(req.ev_conn_request.conn_qual, 111);
+        cr_assert_eq(cc_accept(&a, cr, NULL, 0, &a_dup), DAT_SUCCESS);
+        expect_ev_conn(&b, dup, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        expect_ev_conn(&a, a_dup, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        stop();
+}
+
+/* limits.max_cm_links: a connect to one host more than the links allowed is
+ * UNREACHABLE; the hosts already linked stay reachable. */
+Test(datd_conn_hosts, max_cm_links_is_enforced)
+{
+        _cleanup_free_ char *base = NULL, *config = NULL;
+        struct sockaddr_storage host2;
+        socklen_t len;
+        uint32_t a_conn, b_conn, c;
+
+        cr_assert_eq(test_net_create(&net, 3), 0);
+        base = test_net_datd_config(net, 0, false);
+        cr_assert_not_null(base);
+        /* Host 0's config with one link at most. */
+        cr_assert_geq(asprintf(&config, "%.*s, \"limits\": {\"max_cm_links\": 1}}",
+                               (int) (strrchr(base, '}') - base), base), 0);
+        datd[0].netns = test_net_host_ns(net, 0);
+        cr_assert_eq(datd_start(&datd[0], config), 0);
+        for (unsigned i = 1; i < 3; i++)
+                cr_assert_eq(test_net_datd_start(net, i, &datd[i]), 0, "datd on host %u", i);
+        cr_assert_eq(cc_open(&a, datd[1].socket_path, "tcp"), 0);
+        cr_assert_eq(cc_open(&b, datd[0].socket_path, "tcp"), 0);
+        cr_assert_eq(cc_open(&x, datd[2].socket_path, "tcp"), 0);
+        host1_len = cc_addr4(&host1, test_net_host_addr4(net, 1));
+        len = cc_addr4(&host2, test_net_host_addr4(net, 2));
+        expect_listen(&x, 112);
+        establish(112, &a_conn, &b_conn);
+        c = expect_connect(&b, &host2, len, 112, UINT64_MAX, NULL, 0);
+        expect_ev_conn(&b, c, DAT_CONNECTION_EVENT_UNREACHABLE, NULL);
+        cr_expect_eq(cc_no_event(&x, DATP_EV_CONN_REQUEST, 200), 0, "host 2 heard the request");
+        for (unsigned i = 0; i < 3; i++)
+                cr_expect_eq(datd_stop(&datd[i]), 0, "datd %u's exit status after SIGTERM", i);
+}
+
+/* A connect to this host's own address stays on this host: from the tcp IA
+ * that has the address, and from the shm IA (its address is 127.0.0.1; the
+ * host address is the tcp IA's, so that IA's listener takes it). */
+Test(datd_conn_hosts, the_hosts_own_address_stays_on_the_host)
+{
+        uint32_t c, cr, a_conn = 0;
+
+        start(2);
+        cr_assert_eq(cc_open(&x, datd[1].socket_path, "tcp"), 0);
+        expect_listen(&a, 113);
+        c = expect_connect(&x, &host1, host1_len, 113, UINT64_MAX, NULL, 0);
+        cr = expect_request(&a, NULL);
+        cr_assert_eq(cc_accept(&a, cr, NULL, 0, &a_conn), DAT_SUCCESS);
+        expect_ev_conn(&x, c, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        cc_close(&x);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_BROKEN, NULL);
+        cr_assert_eq(cc_open(&x, datd[1].socket_path, "shm"), 0);
+        c = expect_connect(&x, &host1, host1_len, 113, UINT64_MAX, NULL, 0);
+        cr = expect_request(&a, NULL);
+        cr_assert_eq(cc_reject(&a, cr, NULL, 0), DAT_SUCCESS);
+        expect_ev_conn(&x, c, DAT_CONNECTION_EVENT_PEER_REJECTED, NULL);
+        stop();
+}
+
+/* The CM port is open to any host: a peer that breaks the CM protocol (bad
+ * magic, a message before HELLO) loses its link, and datd keeps serving. */
+Test(datd_conn_hosts, a_peer_breaking_the_cm_protocol_is_cut_off)
+{
+        /* Not CM at all; a CM header (magic, version 1, CONNECT_REQ, 16 bytes) before HELLO. */
+        static const struct { const char *bytes; size_t len; } junk[] = {
+                { "GET / HTTP/1.0\r\n\r\n", 18 },
+                { "DATC\0\1\0\2\0\0\0\x10\0\0\0\0", 16 },
+        };
+        struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(7471) };
+        uint32_t a_conn, b_conn;
+
+        start(2);
+        inet_pton(AF_INET, test_net_host_addr4(net, 1), &to.sin_addr);
+        for (size_t i = 0; i < ARRAY_SIZE(junk); i++) {
+                char buf[512];
+                struct timeval tv = { .tv_sec = 5 };
+                int fd = test_net_socket(net, 0, AF_INET, SOCK_STREAM, 0);
+                ssize_t n;
+
+                cr_assert_geq(fd, 0);
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                cr_assert_eq(connect(fd, (struct sockaddr *) &to, sizeof(to)), 0, "%s", strerror(errno));
+                cr_assert_eq(write(fd, junk[i].bytes, junk[i].len), (ssize_t) junk[i].len);
+                /* datd's HELLO may come first; then the close. */
+                do
+                        n = read(fd, buf, sizeof(buf));
+                while (n > 0);
+                /* Closed with our junk unread: a reset is a close too. */
+                cr_expect(n == 0 || errno == ECONNRESET, "junk %zu: the link was not closed (%s)", i,
+                          strerror(errno));
+                close(fd);
+        }
+        establish(114, &a_conn, &b_conn);
+        stop();
+}
