@@ -19,15 +19,34 @@
 
 /* ---- the object ------------------------------------------------------------ */
 
+/* Every method here replies with one array: the reply to msg with the array
+ * of contents opened, in *ret. */
+static int reply_open_array(sd_bus_message *msg, const char *contents, sd_bus_message **ret)
+{
+        int r = sd_bus_message_new_method_return(msg, ret);
+
+        if (r >= 0)
+                r = sd_bus_message_open_container(*ret, 'a', contents);
+        return r;
+}
+
+/* Closes the array and sends the reply, unless r says filling it failed. */
+static int reply_close_send(sd_bus_message *reply, int r)
+{
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static int method_list_ias(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Manager *m = userdata;
         int r;
 
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(sssssu)");
+        r = reply_open_array(msg, "(sssssu)", &reply);
         for (size_t i = 0; r >= 0 && i < m->ias.n; i++) {
                 const Ia *ia = &m->ias.ias[i];
                 char address[SOCKADDR_STRING_MAX];
@@ -44,11 +63,7 @@ static int method_list_ias(sd_bus_message *msg, void *userdata, sd_bus_error *er
                                           utf8_sanitize(address, address_utf8, sizeof(address_utf8)),
                                           ia_is_up(ia) ? "up" : "down", ia->n_open);
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_close_send(reply, r);
 }
 
 /* ListClients(): id, pid, uid, gid, command, IAs, connected since, objects,
@@ -91,17 +106,11 @@ static int method_list_clients(sd_bus_message *msg, void *userdata, sd_bus_error
         const Client *c;
         int r;
 
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(" CLIENT_STRUCT ")");
+        r = reply_open_array(msg, "(" CLIENT_STRUCT ")", &reply);
         LIST_FOREACH(clients, c, m->clients)
                 if (r >= 0)
                         r = append_client(reply, c);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_close_send(reply, r);
 }
 
 /* ---- objects --------------------------------------------------------------- */
@@ -190,9 +199,7 @@ static int reply_objects(sd_bus_message *msg, Manager *m, uint32_t kind, const c
         size_t bytes = 0, n = 0;
         int r;
 
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', row);
+        r = reply_open_array(msg, row, &reply);
         LIST_FOREACH(clients, c, m->clients)
                 for (uint32_t i = 0; r >= 0 && i < c->objects.n_touched; i++) {
                         const Object *o = &c->objects.slots[i];
@@ -206,11 +213,7 @@ static int reply_objects(sd_bus_message *msg, Manager *m, uint32_t kind, const c
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "More objects than one D-Bus reply can carry "
                                          "(the first %zu fit in 64 MiB).", n - 1);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_close_send(reply, r);
 }
 
 static int method_list_endpoints(sd_bus_message *msg, void *userdata, sd_bus_error *error)
@@ -279,10 +282,8 @@ static int reply_list(sd_bus_message *msg, Manager *m, bool listeners, sd_bus_er
         struct list_ctx ctx = {};
         int r;
 
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', listeners ? "(" LISTENER_STRUCT ")"
-                                                  : "(" CONNECTION_STRUCT ")");
+        r = reply_open_array(msg, listeners ? "(" LISTENER_STRUCT ")" : "(" CONNECTION_STRUCT ")",
+                             &reply);
         if (r < 0)
                 return r;
         ctx.reply = reply;
@@ -294,12 +295,7 @@ static int reply_list(sd_bus_message *msg, Manager *m, bool listeners, sd_bus_er
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "More rows than one D-Bus reply can carry "
                                          "(the first %zu fit in 64 MiB).", ctx.n - 1);
-        r = ctx.r;
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_close_send(reply, ctx.r);
 }
 
 static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error)
@@ -355,9 +351,7 @@ static int method_get_counters(sd_bus_message *msg, void *userdata, sd_bus_error
         Manager *m = userdata;
         int r;
 
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "{st}");
+        r = reply_open_array(msg, "{st}", &reply);
         for (size_t i = 0; r >= 0 && i < ARRAY_SIZE(counter_fields); i++)
                 r = sd_bus_message_append(reply, "{st}", counter_fields[i].name,
                                           *(const uint64_t *) ((const char *) &m->counters +
@@ -366,17 +360,18 @@ static int method_get_counters(sd_bus_message *msg, void *userdata, sd_bus_error
                 r = sd_bus_message_append(reply, "{st}", conn_counter_fields[i].name,
                                           *(const uint64_t *) ((const char *) conn_counters(m) +
                                                                conn_counter_fields[i].offset));
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return reply_close_send(reply, r);
 }
 
 /* Everything here only reads: anyone who reached the object may call it (the
  * private socket checked the peer at accept, the system bus by its policy).
  * Without SD_BUS_VTABLE_UNPRIVILEGED sd-bus would answer AccessDenied to
- * every caller that is not root. */
+ * every caller that is not root. Every method takes no arguments and returns
+ * one result. */
+#define LIST_METHOD(name, signature, result, handler)                                   \
+        SD_BUS_METHOD_WITH_NAMES(name, NULL, /* no arguments */, signature,             \
+                                 SD_BUS_PARAM(result), handler, SD_BUS_VTABLE_UNPRIVILEGED)
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", NULL, offsetof(Manager, version), SD_BUS_VTABLE_PROPERTY_CONST),
@@ -389,27 +384,13 @@ static const sd_bus_vtable manager_vtable[] = {
         /* Changes all the time and no signal says so: read it when needed. */
         SD_BUS_PROPERTY("NClients", "u", NULL, offsetof(Manager, n_clients), 0),
         SD_BUS_PROPERTY("NObjects", "t", NULL, offsetof(Manager, n_objects), 0),
-        SD_BUS_METHOD_WITH_NAMES("ListIAs", NULL, /* no arguments */,
-                                 "a(sssssu)", SD_BUS_PARAM(ias),
-                                 method_list_ias, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListClients", NULL, /* no arguments */,
-                                 "a(" CLIENT_STRUCT ")", SD_BUS_PARAM(clients),
-                                 method_list_clients, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListEndpoints", NULL, /* no arguments */,
-                                 "a(" ENDPOINT_STRUCT ")", SD_BUS_PARAM(endpoints),
-                                 method_list_endpoints, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListObjects", NULL, /* no arguments */,
-                                 "a(" OBJECT_STRUCT ")", SD_BUS_PARAM(objects),
-                                 method_list_objects, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListListeners", NULL, /* no arguments */,
-                                 "a(" LISTENER_STRUCT ")", SD_BUS_PARAM(listeners),
-                                 method_list_listeners, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListConnections", NULL, /* no arguments */,
-                                 "a(" CONNECTION_STRUCT ")", SD_BUS_PARAM(connections),
-                                 method_list_connections, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("GetCounters", NULL, /* no arguments */,
-                                 "a{st}", SD_BUS_PARAM(counters),
-                                 method_get_counters, SD_BUS_VTABLE_UNPRIVILEGED),
+        LIST_METHOD("ListIAs", "a(sssssu)", ias, method_list_ias),
+        LIST_METHOD("ListClients", "a(" CLIENT_STRUCT ")", clients, method_list_clients),
+        LIST_METHOD("ListEndpoints", "a(" ENDPOINT_STRUCT ")", endpoints, method_list_endpoints),
+        LIST_METHOD("ListObjects", "a(" OBJECT_STRUCT ")", objects, method_list_objects),
+        LIST_METHOD("ListListeners", "a(" LISTENER_STRUCT ")", listeners, method_list_listeners),
+        LIST_METHOD("ListConnections", "a(" CONNECTION_STRUCT ")", connections, method_list_connections),
+        LIST_METHOD("GetCounters", "a{st}", counters, method_get_counters),
         SD_BUS_VTABLE_END,
 };
 

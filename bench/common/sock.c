@@ -204,6 +204,19 @@ size_t sock_buffer_size(const struct sock_setup *s, const struct bench_opts *o)
         return s->role == ROLE_SERVER && m < (64u << 20) ? 64u << 20 : m;
 }
 
+unsigned char *sock_buffer_alloc(const struct sock_setup *s, const struct bench_opts *o, size_t *size,
+                                 struct samples *samples)
+{
+        unsigned char *buf;
+
+        *size = sock_buffer_size(s, o);
+        /* calloc: the pages are touched by the warm-up, not here. */
+        buf = calloc(1, *size);
+        if (!buf || samples_init(samples, o->iters) < 0)
+                bench_die("out of memory");
+        return buf;
+}
+
 struct server_child {
         int listen_fd;
         int (*server)(int listen_fd, void *arg);

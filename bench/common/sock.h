@@ -55,6 +55,11 @@ const char *sock_family_name(int family);
  * lone server, which learns the sizes only from its client. */
 size_t sock_buffer_size(const struct sock_setup *s, const struct bench_opts *o);
 
+/* That buffer, zeroed, its size in *size, and room for o->iters samples;
+ * exits on out of memory. */
+unsigned char *sock_buffer_alloc(const struct sock_setup *s, const struct bench_opts *o, size_t *size,
+                                 struct samples *samples);
+
 /* Runs the roles: the server function gets the listening socket and runs
  * pinned to o->cpu[0]; the client function gets the address to connect to
  * and runs pinned to o->cpu[1].  Returns the exit status to use. */

@@ -180,11 +180,7 @@ int main(int argc, char **argv)
         if (r != 0)
                 return r > 0 ? 0 : 2;
 
-        /* calloc: the pages are touched by the warm-up, not here. */
-        pp.max_size = sock_buffer_size(&pp.setup, &pp.opts);
-        pp.buf = calloc(1, pp.max_size);
-        if (!pp.buf || samples_init(&pp.samples, pp.opts.iters) < 0)
-                bench_die("out of memory");
+        pp.buf = sock_buffer_alloc(&pp.setup, &pp.opts, &pp.max_size, &pp.samples);
         bench_warn_shared_cpu(pp.opts.cpu[0], pp.opts.cpu[1], pp.want_busy);
 
         r = sock_run(&pp.setup, &pp.opts, serve, client, &pp);

@@ -165,10 +165,7 @@ int main(int argc, char **argv)
         if (r != 0)
                 return r > 0 ? 0 : 2;
 
-        st.max_size = sock_buffer_size(&st.setup, &st.opts);
-        st.buf = calloc(1, st.max_size);
-        if (!st.buf || samples_init(&st.samples, st.opts.iters) < 0)
-                bench_die("out of memory");
+        st.buf = sock_buffer_alloc(&st.setup, &st.opts, &st.max_size, &st.samples);
 
         r = sock_run(&st.setup, &st.opts, serve, client, &st);
         samples_free(&st.samples);

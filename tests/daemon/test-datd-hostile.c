@@ -62,6 +62,13 @@ static int connect_hello(void)
         return fd;
 }
 
+/* datd with this config (as start()) and a new connection past HELLO. */
+static int start_connect(const char *config)
+{
+        start(config);
+        return connect_hello();
+}
+
 static uint64_t counter(const char *name)
 {
         uint64_t v = 0;
@@ -107,6 +114,15 @@ static void expect_error(int fd, int code, bool fatal, struct datp_error *ret)
                 *ret = e;
 }
 
+/* A hostile request of len bytes at msg, and the DATP_ERROR it must get
+ * (as expect_error()). */
+static void send_expect_error(int fd, const void *msg, size_t len, int code, bool fatal,
+                              struct datp_error *ret)
+{
+        cr_assert_eq(raw_send(fd, msg, len), 0, "send");
+        expect_error(fd, code, fatal, ret);
+}
+
 /* ---- malformed packets ------------------------------------------------------ */
 
 Test(datd_hostile, a_truncated_packet_is_refused)
@@ -115,11 +131,9 @@ Test(datd_hostile, a_truncated_packet_is_refused)
         struct datp_error e;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         raw_ia_query_init(&q, 1);
-        cr_assert_eq(raw_send(fd, &q, 10), 0);
-        expect_error(fd, DATP_E_SHORT, false, &e);
+        send_expect_error(fd, &q, 10, DATP_E_SHORT, false, &e);
         cr_expect_eq(e.bad_type, 0);
         cr_expect_eq(e.hdr.request_id, 0);
         close(fd);
@@ -133,13 +147,11 @@ Test(datd_hostile, an_oversized_packet_is_refused)
         struct datp_ia_query q;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         raw_ia_query_init(&q, 1);
         q.hdr.length = sizeof(big);
         memcpy(big, &q, sizeof(q));
-        cr_assert_eq(raw_send(fd, big, sizeof(big)), 0);
-        expect_error(fd, DATP_E_OVERSIZE, false, NULL);
+        send_expect_error(fd, big, sizeof(big), DATP_E_OVERSIZE, false, NULL);
         close(fd);
         expect_datd_serves();
         stop();
@@ -153,12 +165,10 @@ Test(datd_hostile, a_wrong_size_for_the_type_is_refused)
         } msg = {};
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         raw_ia_query_init(&msg.q, 1);
         msg.q.hdr.length = sizeof(msg);
-        cr_assert_eq(raw_send(fd, &msg, sizeof(msg)), 0);
-        expect_error(fd, DATP_E_SIZE, false, NULL);
+        send_expect_error(fd, &msg, sizeof(msg), DATP_E_SIZE, false, NULL);
         close(fd);
         stop();
 }
@@ -168,12 +178,10 @@ Test(datd_hostile, a_header_length_that_lies_is_refused)
         struct datp_ia_query q;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         raw_ia_query_init(&q, 1);
         q.hdr.length += 8;
-        cr_assert_eq(raw_send(fd, &q, sizeof(q)), 0);
-        expect_error(fd, DATP_E_LENGTH, false, NULL);
+        send_expect_error(fd, &q, sizeof(q), DATP_E_LENGTH, false, NULL);
         close(fd);
         stop();
 }
@@ -184,16 +192,13 @@ Test(datd_hostile, fields_out_of_range_are_refused)
         struct datp_ia_open o;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         raw_ia_close_init(&c, 1, 7);
-        cr_assert_eq(raw_send(fd, &c, sizeof(c)), 0);
-        expect_error(fd, DATP_E_FIELD, false, NULL);
+        send_expect_error(fd, &c, sizeof(c), DATP_E_FIELD, false, NULL);
         /* A name without its NUL must not be read past its array. */
         raw_ia_open_init(&o, "shm");
         memset(o.ia_name, 'A', sizeof(o.ia_name));
-        cr_assert_eq(raw_send(fd, &o, sizeof(o)), 0);
-        expect_error(fd, DATP_E_FIELD, false, NULL);
+        send_expect_error(fd, &o, sizeof(o), DATP_E_FIELD, false, NULL);
         close(fd);
         expect_datd_serves();
         stop();
@@ -205,12 +210,10 @@ Test(datd_hostile, an_unknown_type_is_refused)
         struct datp_error e;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         raw_ia_query_init(&q, 1);
         q.hdr.type = 0x1234;
-        cr_assert_eq(raw_send(fd, &q, sizeof(q)), 0);
-        expect_error(fd, DATP_E_TYPE, false, &e);
+        send_expect_error(fd, &q, sizeof(q), DATP_E_TYPE, false, &e);
         cr_expect_eq(e.bad_type, 0x1234);
         cr_expect_eq(e.hdr.request_id, q.hdr.request_id);
         close(fd);
@@ -222,11 +225,9 @@ Test(datd_hostile, a_reply_sent_to_datd_is_refused)
         struct datp_ia_close_reply r = {};
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         datp_header_init(&r.hdr, DATP_IA_CLOSE | DATP_REPLY, 1, sizeof(r), 77);
-        cr_assert_eq(raw_send(fd, &r, sizeof(r)), 0);
-        expect_error(fd, DATP_E_DIRECTION, false, NULL);
+        send_expect_error(fd, &r, sizeof(r), DATP_E_DIRECTION, false, NULL);
         close(fd);
         stop();
 }
@@ -237,12 +238,10 @@ Test(datd_hostile, a_wrong_magic_is_fatal)
         struct datp_error e;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         raw_ia_query_init(&q, 1);
         q.hdr.magic = 0xdeadbeef;
-        cr_assert_eq(raw_send(fd, &q, sizeof(q)), 0);
-        expect_error(fd, DATP_E_MAGIC, true, &e);
+        send_expect_error(fd, &q, sizeof(q), DATP_E_MAGIC, true, &e);
         /* Nothing in a header with a wrong magic is to be believed. */
         cr_expect_eq(e.bad_type, 0);
         close(fd);
@@ -255,12 +254,10 @@ Test(datd_hostile, a_wrong_version_after_hello_is_fatal)
         struct datp_ia_query q;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         raw_ia_query_init(&q, 1);
         q.hdr.version = 2;
-        cr_assert_eq(raw_send(fd, &q, sizeof(q)), 0);
-        expect_error(fd, DATP_E_VERSION, true, NULL);
+        send_expect_error(fd, &q, sizeof(q), DATP_E_VERSION, true, NULL);
         close(fd);
         expect_datd_serves();
         stop();
@@ -272,8 +269,7 @@ Test(datd_hostile, descriptors_are_closed_and_refused)
         int fd, p[2];
 
         signal(SIGPIPE, SIG_IGN);
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         cr_assert_eq(pipe(p), 0);
         raw_ia_query_init(&q, 1);
         cr_assert_eq(raw_send_with_fd(fd, &q, sizeof(q), p[0]), 0);
@@ -292,8 +288,7 @@ Test(datd_hostile, too_many_protocol_errors_drop_the_client)
         struct datp_ia_query q;
         int fd;
 
-        start(CONFIG_WITH_LIMITS("\"max_protocol_errors\": 3"));
-        fd = connect_hello();
+        fd = start_connect(CONFIG_WITH_LIMITS("\"max_protocol_errors\": 3"));
         raw_ia_query_init(&q, 1);
         q.hdr.type = 0x1234;
         for (int i = 1; i <= 3; i++) {
@@ -351,8 +346,7 @@ Test(datd_hostile, a_flooding_client_does_not_starve_others)
         bool dropped = false;
 
         signal(SIGPIPE, SIG_IGN);
-        start(NULL);
-        calm = connect_hello();
+        calm = start_connect(NULL);
         cr_assert_eq(raw_ia_open(calm, "shm", &open), 0);
         cr_assert_eq(open.status.dat_status, DAT_SUCCESS);
         flood = connect_hello();
@@ -410,8 +404,7 @@ Test(datd_hostile, max_clients_closes_extra_connections)
 {
         int a, b, c;
 
-        start(CONFIG_WITH_LIMITS("\"max_clients\": 2"));
-        a = connect_hello();
+        a = start_connect(CONFIG_WITH_LIMITS("\"max_clients\": 2"));
         b = connect_hello();
         expect_refused_at_accept();
         cr_expect_eq(counter("clients_rejected"), 1);
@@ -428,8 +421,7 @@ Test(datd_hostile, max_clients_per_uid_closes_extra_connections)
 {
         int a;
 
-        start(CONFIG_WITH_LIMITS("\"max_clients_per_uid\": 1"));
-        a = connect_hello();
+        a = start_connect(CONFIG_WITH_LIMITS("\"max_clients_per_uid\": 1"));
         expect_refused_at_accept();
         cr_expect_eq(counter("clients_rejected"), 1);
         close(a);

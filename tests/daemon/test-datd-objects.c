@@ -189,6 +189,31 @@ static void expect_status(uint32_t status, uint32_t expected)
 
 #define DAT_ERROR(type, subtype) ((uint32_t) (DAT_CLASS_ERROR | (type) | (subtype)))
 
+/* datd with these limits (as start()) and fd a new connection with "shm"
+ * open: that IA's id. */
+static uint32_t start_open(const char *limits)
+{
+        uint32_t ia_id;
+
+        start(limits);
+        fd = connect_open(&ia_id);
+        return ia_id;
+}
+
+/* An OBJ_CREATE that a quota must refuse with this resource subtype. */
+static void expect_refused(int sock, uint32_t ia_id, uint32_t kind, uint64_t handle, uint64_t length,
+                           uint32_t subtype)
+{
+        expect_status(create(sock, ia_id, kind, handle, length, NULL),
+                      DAT_ERROR(DAT_INSUFFICIENT_RESOURCES, subtype));
+}
+
+/* An OBJ_DESTROY of an id this connection and IA do not own. */
+static void expect_no_such_object(int sock, uint32_t ia_id, uint32_t obj_id)
+{
+        expect_status(destroy(sock, ia_id, obj_id), DAT_ERROR(DAT_INVALID_HANDLE, DAT_NO_SUBTYPE));
+}
+
 /* ---- create, update, destroy ------------------------------------------------ */
 
 static const struct {
@@ -208,8 +233,7 @@ Test(datd_objects, obj_create_registers_every_kind_and_lists_it)
         uint32_t ia, ids[N_KINDS];
         size_t n;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         for (size_t i = 0; i < N_KINDS; i++)
                 ids[i] = create_ok(fd, ia, kinds[i].kind, 0x1000 + i, 4096);
         n = list_objects(rows);
@@ -240,8 +264,7 @@ Test(datd_objects, obj_ids_are_distinct_and_never_zero)
 {
         uint32_t ia, a, b;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         a = create_ok(fd, ia, DATP_OBJ_EP, 0x10, 0);
         b = create_ok(fd, ia, DATP_OBJ_EP, 0x10, 0);
         cr_expect_neq(a, b);
@@ -255,8 +278,7 @@ Test(datd_objects, obj_update_replaces_the_description)
         uint32_t ia, id;
         size_t n;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         id = create_ok(fd, ia, DATP_OBJ_EP, 0x42, 0);
         raw_obj_desc(&desc, DATP_OBJ_EP, 0x42, 0);
         desc.state = DAT_EP_STATE_CONNECTED;
@@ -278,15 +300,14 @@ Test(datd_objects, obj_destroy_removes_the_object)
         uint32_t ia, a, b;
         size_t n;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         a = create_ok(fd, ia, DATP_OBJ_PZ, 0x1, 0);
         b = create_ok(fd, ia, DATP_OBJ_PZ, 0x2, 0);
         expect_status(destroy(fd, ia, a), DAT_SUCCESS);
         n = list_objects(rows);
         cr_assert_eq(n, 1);
         cr_expect_eq(rows[0].id, b);
-        expect_status(destroy(fd, ia, a), DAT_ERROR(DAT_INVALID_HANDLE, DAT_NO_SUBTYPE));
+        expect_no_such_object(fd, ia, a);
         stop();
 }
 
@@ -300,8 +321,7 @@ static void expect_quota_holds(uint32_t kind, const char *limit, uint32_t subtyp
         uint32_t ia, ids[3], id = 1;
 
         snprintf(limits, sizeof(limits), "\"%s\": 3", limit);
-        start(limits);
-        fd = connect_open(&ia);
+        ia = start_open(limits);
         for (size_t i = 0; i < 3; i++)
                 ids[i] = create_ok(fd, ia, kind, 0x100 + i, 1);
         expect_status(create(fd, ia, kind, 0x200, 1, &id),
@@ -359,14 +379,11 @@ Test(datd_objects, evds_and_cnos_count_together_against_max_evds)
 {
         uint32_t ia;
 
-        start("\"max_evds\": 2");
-        fd = connect_open(&ia);
+        ia = start_open("\"max_evds\": 2");
         create_ok(fd, ia, DATP_OBJ_EVD, 0x1, 0);
         create_ok(fd, ia, DATP_OBJ_CNO, 0x2, 0);
-        expect_status(create(fd, ia, DATP_OBJ_EVD, 0x3, 0, NULL),
-                      DAT_ERROR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEVD));
-        expect_status(create(fd, ia, DATP_OBJ_CNO, 0x4, 0, NULL),
-                      DAT_ERROR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEVD));
+        expect_refused(fd, ia, DATP_OBJ_EVD, 0x3, 0, DAT_RESOURCE_TEVD);
+        expect_refused(fd, ia, DATP_OBJ_CNO, 0x4, 0, DAT_RESOURCE_TEVD);
         stop();
 }
 
@@ -374,8 +391,7 @@ Test(datd_objects, a_quota_counts_one_kind_only)
 {
         uint32_t ia;
 
-        start("\"max_eps\": 1");
-        fd = connect_open(&ia);
+        ia = start_open("\"max_eps\": 1");
         create_ok(fd, ia, DATP_OBJ_EP, 0x1, 0);
         for (size_t i = 0; i < N_KINDS; i++)
                 if (kinds[i].kind != DATP_OBJ_EP)
@@ -387,12 +403,10 @@ Test(datd_objects, max_lmr_bytes_bounds_the_sum_of_lmr_lengths)
 {
         uint32_t ia, big;
 
-        start("\"max_lmr_bytes\": 1000");
-        fd = connect_open(&ia);
+        ia = start_open("\"max_lmr_bytes\": 1000");
         create_ok(fd, ia, DATP_OBJ_LMR, 0x1, 600);
         big = create_ok(fd, ia, DATP_OBJ_LMR, 0x2, 400);
-        expect_status(create(fd, ia, DATP_OBJ_LMR, 0x3, 1, NULL),
-                      DAT_ERROR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY));
+        expect_refused(fd, ia, DATP_OBJ_LMR, 0x3, 1, DAT_RESOURCE_MEMORY);
         expect_status(destroy(fd, ia, big), DAT_SUCCESS);
         create_ok(fd, ia, DATP_OBJ_LMR, 0x4, 400);
         stop();
@@ -402,13 +416,10 @@ Test(datd_objects, an_lmr_length_that_would_wrap_the_sum_is_refused)
 {
         uint32_t ia;
 
-        start("\"max_lmr_bytes\": 1000");
-        fd = connect_open(&ia);
+        ia = start_open("\"max_lmr_bytes\": 1000");
         create_ok(fd, ia, DATP_OBJ_LMR, 0x1, 10);
-        expect_status(create(fd, ia, DATP_OBJ_LMR, 0x2, UINT64_MAX - 5, NULL),
-                      DAT_ERROR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY));
-        expect_status(create(fd, ia, DATP_OBJ_LMR, 0x3, 1001, NULL),
-                      DAT_ERROR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY));
+        expect_refused(fd, ia, DATP_OBJ_LMR, 0x2, UINT64_MAX - 5, DAT_RESOURCE_MEMORY);
+        expect_refused(fd, ia, DATP_OBJ_LMR, 0x3, 1001, DAT_RESOURCE_MEMORY);
         create_ok(fd, ia, DATP_OBJ_LMR, 0x4, 990);
         stop();
 }
@@ -419,8 +430,7 @@ Test(datd_objects, an_lmr_update_past_max_lmr_bytes_is_refused)
         struct datp_obj_desc desc;
         uint32_t ia, id;
 
-        start("\"max_lmr_bytes\": 1000");
-        fd = connect_open(&ia);
+        ia = start_open("\"max_lmr_bytes\": 1000");
         create_ok(fd, ia, DATP_OBJ_LMR, 0x1, 500);
         id = create_ok(fd, ia, DATP_OBJ_LMR, 0x2, 500);
         raw_obj_desc(&desc, DATP_OBJ_LMR, 0x2, 501);
@@ -438,13 +448,11 @@ Test(datd_objects, quotas_hold_per_open_ia)
 {
         uint32_t shm, tcp;
 
-        start("\"max_eps\": 1");
-        fd = connect_open(&shm);
+        shm = start_open("\"max_eps\": 1");
         tcp = open_ia(fd, "tcp");
         create_ok(fd, shm, DATP_OBJ_EP, 0x1, 0);
         create_ok(fd, tcp, DATP_OBJ_EP, 0x2, 0);
-        expect_status(create(fd, tcp, DATP_OBJ_EP, 0x3, 0, NULL),
-                      DAT_ERROR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP));
+        expect_refused(fd, tcp, DATP_OBJ_EP, 0x3, 0, DAT_RESOURCE_TEP);
         stop();
 }
 
@@ -467,8 +475,7 @@ Test(datd_objects, a_quota_refusal_is_logged_once_with_pid_uid_kind_and_limit)
         char line[160];
         uint32_t ia, id;
 
-        start("\"max_eps\": 1");
-        fd = connect_open(&ia);
+        ia = start_open("\"max_eps\": 1");
         id = create_ok(fd, ia, DATP_OBJ_EP, 0x1, 0);
         for (int i = 0; i < 3; i++)
                 create(fd, ia, DATP_OBJ_EP, 0x2, 0, NULL);
@@ -488,8 +495,7 @@ Test(datd_objects, evds_and_cnos_refused_under_max_evds_are_logged_once)
 {
         uint32_t ia;
 
-        start("\"max_evds\": 1");
-        fd = connect_open(&ia);
+        ia = start_open("\"max_evds\": 1");
         create_ok(fd, ia, DATP_OBJ_EVD, 0x1, 0);
         create(fd, ia, DATP_OBJ_CNO, 0x2, 0, NULL);
         create(fd, ia, DATP_OBJ_EVD, 0x3, 0, NULL);
@@ -504,8 +510,7 @@ Test(datd_objects, obj_create_on_an_unknown_ia_is_invalid_handle_ia)
 {
         uint32_t ia, id = 1;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         expect_status(create(fd, ia + 1, DATP_OBJ_PZ, 0x1, 0, &id),
                       DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
         cr_expect_eq(id, 0);
@@ -521,8 +526,7 @@ Test(datd_objects, obj_update_and_destroy_on_an_unknown_ia_are_invalid_handle_ia
         struct datp_obj_desc desc;
         uint32_t ia, id;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         id = create_ok(fd, ia, DATP_OBJ_EP, 0x1, 0);
         raw_obj_desc(&desc, DATP_OBJ_EP, 0x1, 0);
         expect_status(update(fd, ia + 1, id, &desc), DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
@@ -536,8 +540,7 @@ Test(datd_objects, obj_update_of_an_unknown_object_is_invalid_handle_of_its_kind
         struct datp_obj_desc desc;
         uint32_t ia, id;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         id = create_ok(fd, ia, DATP_OBJ_EP, 0x1, 0);
         raw_obj_desc(&desc, DATP_OBJ_EP, 0x1, 0);
         expect_status(update(fd, ia, 0, &desc), DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
@@ -552,11 +555,10 @@ Test(datd_objects, obj_destroy_of_an_unknown_object_is_invalid_handle)
 {
         uint32_t ia;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         create_ok(fd, ia, DATP_OBJ_PZ, 0x1, 0);
-        expect_status(destroy(fd, ia, 0), DAT_ERROR(DAT_INVALID_HANDLE, DAT_NO_SUBTYPE));
-        expect_status(destroy(fd, ia, 12345), DAT_ERROR(DAT_INVALID_HANDLE, DAT_NO_SUBTYPE));
+        expect_no_such_object(fd, ia, 0);
+        expect_no_such_object(fd, ia, 12345);
         cr_expect_eq(n_objects_listed(), 1);
         stop();
 }
@@ -565,13 +567,12 @@ Test(datd_objects, a_stale_id_does_not_reach_the_object_that_reuses_its_slot)
 {
         uint32_t ia, stale, fresh;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         stale = create_ok(fd, ia, DATP_OBJ_PZ, 0x1, 0);
         expect_status(destroy(fd, ia, stale), DAT_SUCCESS);
         fresh = create_ok(fd, ia, DATP_OBJ_PZ, 0x2, 0);
         cr_expect_neq(fresh, stale);
-        expect_status(destroy(fd, ia, stale), DAT_ERROR(DAT_INVALID_HANDLE, DAT_NO_SUBTYPE));
+        expect_no_such_object(fd, ia, stale);
         cr_expect_eq(n_objects_listed(), 1);
         stop();
 }
@@ -580,11 +581,10 @@ Test(datd_objects, an_object_is_reached_only_through_its_own_ia)
 {
         uint32_t shm, tcp, id;
 
-        start("");
-        fd = connect_open(&shm);
+        shm = start_open("");
         tcp = open_ia(fd, "tcp");
         id = create_ok(fd, shm, DATP_OBJ_PZ, 0x1, 0);
-        expect_status(destroy(fd, tcp, id), DAT_ERROR(DAT_INVALID_HANDLE, DAT_NO_SUBTYPE));
+        expect_no_such_object(fd, tcp, id);
         expect_status(destroy(fd, shm, id), DAT_SUCCESS);
         stop();
 }
@@ -593,12 +593,11 @@ Test(datd_objects, object_ids_belong_to_their_connection)
 {
         uint32_t ia, other_ia, id;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         other_fd = connect_open(&other_ia);
         id = create_ok(fd, ia, DATP_OBJ_PZ, 0x1, 0);
         cr_assert_eq(other_ia, ia, "both connections number their first IA alike");
-        expect_status(destroy(other_fd, ia, id), DAT_ERROR(DAT_INVALID_HANDLE, DAT_NO_SUBTYPE));
+        expect_no_such_object(other_fd, ia, id);
         cr_expect_eq(n_objects_listed(), 1);
         stop();
 }
@@ -611,8 +610,7 @@ Test(datd_objects, obj_update_that_changes_the_kind_is_invalid_parameter)
         struct datp_obj_desc desc;
         uint32_t ia, id;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         id = create_ok(fd, ia, DATP_OBJ_EVD, 0x1, 0);
         raw_obj_desc(&desc, DATP_OBJ_CNO, 0x1, 0);
         expect_status(update(fd, ia, id, &desc), DAT_ERROR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE));
@@ -627,8 +625,7 @@ Test(datd_objects, obj_update_that_changes_the_handle_is_invalid_parameter)
         struct datp_obj_desc desc;
         uint32_t ia, id;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         id = create_ok(fd, ia, DATP_OBJ_EP, 0x1, 0);
         raw_obj_desc(&desc, DATP_OBJ_EP, 0x2, 0);
         expect_status(update(fd, ia, id, &desc), DAT_ERROR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE));
@@ -646,8 +643,7 @@ Test(datd_objects, abrupt_ia_close_drops_the_objects_of_that_ia_only)
         uint32_t shm, tcp, kept;
         size_t n;
 
-        start("");
-        fd = connect_open(&shm);
+        shm = start_open("");
         tcp = open_ia(fd, "tcp");
         for (size_t i = 0; i < N_KINDS; i++)
                 create_ok(fd, shm, kinds[i].kind, 0x100 + i, 1);
@@ -666,8 +662,7 @@ Test(datd_objects, graceful_ia_close_with_objects_is_invalid_state)
         struct datp_ia_close_reply closed;
         uint32_t ia, id;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         id = create_ok(fd, ia, DATP_OBJ_PZ, 0x1, 0);
         /* dat_ia_close(3DAT): graceful close with live children -> DAT_INVALID_STATE */
         cr_assert_eq(raw_ia_close(fd, ia, DATP_CLOSE_GRACEFUL, &closed), 0);
@@ -684,8 +679,7 @@ Test(datd_objects, a_closed_connection_drops_its_objects)
 {
         uint32_t ia;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         other_fd = connect_open(&ia);
         create_ok(fd, ia, DATP_OBJ_EP, 0x1, 0);
         create_ok(other_fd, ia, DATP_OBJ_EP, 0x2, 0);
@@ -758,8 +752,7 @@ Test(datd_objects, list_endpoints_shows_every_field_of_an_ep)
         uint32_t ia, id;
         size_t n;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         raw_obj_desc(&desc, DATP_OBJ_EP, 0x7f00dead0000ull, 0);
         desc.state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
         cr_assert_eq(create_desc(fd, ia, &desc, &id), DAT_SUCCESS);
@@ -794,8 +787,7 @@ Test(datd_objects, list_endpoints_holds_every_ep_of_a_large_client)
 
         cr_assert(eps && seen);
         snprintf(limits, sizeof(limits), "\"max_eps\": %d", MANY_EPS);
-        start(limits);
-        fd = connect_open(&ia);
+        ia = start_open(limits);
         for (uint64_t i = 0; i < MANY_EPS; i++)
                 create_ok(fd, ia, DATP_OBJ_EP, 0x10000 + i, 0);
         cr_assert_eq(bus_list_endpoints(bus, eps, MANY_EPS + 1, &n), 0);
@@ -817,8 +809,7 @@ Test(datd_objects, list_clients_counts_objects_eps_and_lmr_bytes)
         uint32_t ia, n_objects = 0, n_eps = 0;
         uint64_t lmr_bytes = 0;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         create_ok(fd, ia, DATP_OBJ_EP, 0x1, 0);
         create_ok(fd, ia, DATP_OBJ_EP, 0x2, 0);
         create_ok(fd, ia, DATP_OBJ_LMR, 0x3, 1000);
@@ -837,8 +828,7 @@ Test(datd_objects, an_invalid_description_is_refused_and_registers_nothing)
         struct datp_error e;
         uint32_t ia;
 
-        start("");
-        fd = connect_open(&ia);
+        ia = start_open("");
         /* An EP with a length: datp_validate() refuses it before datd looks. */
         datp_header_init(&req.hdr, DATP_OBJ_CREATE, 1, sizeof(req), 77);
         req.ia_id = ia;

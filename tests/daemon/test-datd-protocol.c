@@ -52,6 +52,31 @@ static int connect_hello(void)
         return fd;
 }
 
+/* datd with this config (as start()) and a new connection past HELLO. */
+static int start_connect(const char *config)
+{
+        start(config);
+        return connect_hello();
+}
+
+/* datd with this config and a new connection that has not said HELLO. */
+static int start_before_hello(const char *config)
+{
+        int fd;
+
+        start(config);
+        fd = raw_connect(d.socket_path);
+        cr_assert_geq(fd, 0, "connect: %s", strerror(-fd));
+        return fd;
+}
+
+/* A HELLO offering versions min_version..max_version, kept in *h. */
+static void send_hello(int fd, struct datp_hello *h, uint16_t min_version, uint16_t max_version)
+{
+        raw_hello_init(h, min_version, max_version);
+        cr_assert_eq(raw_send(fd, h, sizeof(*h)), 0, "send HELLO");
+}
+
 static void expect_dat_error(uint32_t status, uint32_t type)
 {
         cr_expect(status & DAT_CLASS_ERROR, "0x%08x is no error", status);
@@ -80,11 +105,8 @@ Test(datd_protocol, hello_negotiates_version_1)
         struct datp_hello h;
         int fd;
 
-        start(NULL);
-        fd = raw_connect(d.socket_path);
-        cr_assert_geq(fd, 0);
-        raw_hello_init(&h, 1, 1);
-        cr_assert_eq(raw_send(fd, &h, sizeof(h)), 0);
+        fd = start_before_hello(NULL);
+        send_hello(fd, &h, 1, 1);
         expect_hello_reply(fd, &h);
         close(fd);
         stop();
@@ -95,11 +117,8 @@ Test(datd_protocol, hello_from_a_newer_client_settles_on_ours)
         struct datp_hello h;
         int fd;
 
-        start(NULL);
-        fd = raw_connect(d.socket_path);
-        cr_assert_geq(fd, 0);
-        raw_hello_init(&h, 1, 9);
-        cr_assert_eq(raw_send(fd, &h, sizeof(h)), 0);
+        fd = start_before_hello(NULL);
+        send_hello(fd, &h, 1, 9);
         expect_hello_reply(fd, &h);
         close(fd);
         stop();
@@ -122,11 +141,8 @@ Test(datd_protocol, hello_without_a_common_version_is_fatal)
         struct datp_hello h;
         int fd;
 
-        start(NULL);
-        fd = raw_connect(d.socket_path);
-        cr_assert_geq(fd, 0);
-        raw_hello_init(&h, 5, 7);
-        cr_assert_eq(raw_send(fd, &h, sizeof(h)), 0);
+        fd = start_before_hello(NULL);
+        send_hello(fd, &h, 5, 7);
         expect_fatal_error(fd, DATP_E_VERSION, DATP_HELLO, h.hdr.request_id);
         close(fd);
         stop();
@@ -137,9 +153,7 @@ Test(datd_protocol, a_request_before_hello_is_fatal)
         struct datp_ia_query q;
         int fd;
 
-        start(NULL);
-        fd = raw_connect(d.socket_path);
-        cr_assert_geq(fd, 0);
+        fd = start_before_hello(NULL);
         raw_ia_query_init(&q, 1);
         cr_assert_eq(raw_send(fd, &q, sizeof(q)), 0);
         expect_fatal_error(fd, DATP_E_STATE, DATP_IA_QUERY, q.hdr.request_id);
@@ -154,10 +168,8 @@ Test(datd_protocol, a_second_hello_is_refused_but_not_fatal)
         struct datp_error e;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
-        raw_hello_init(&h, 1, 1);
-        cr_assert_eq(raw_send(fd, &h, sizeof(h)), 0);
+        fd = start_connect(NULL);
+        send_hello(fd, &h, 1, 1);
         cr_assert_eq(raw_expect_error(fd, &e), 0);
         cr_expect_eq(e.code, DATP_E_STATE);
         cr_expect_eq(e.fatal, 0);
@@ -214,8 +226,7 @@ Test(datd_protocol, ia_open_tcp_names_its_interface)
         struct datp_ia_open_reply reply;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         cr_assert_eq(raw_ia_open(fd, "tcp", &reply), 0);
         cr_assert_eq(reply.status.dat_status, DAT_SUCCESS);
         cr_expect_str_eq(reply.info.transport, "tcp");
@@ -233,8 +244,7 @@ Test(datd_protocol, ia_query_returns_what_ia_open_returned)
         struct datp_ia_open_reply open;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         cr_assert_eq(raw_ia_open(fd, "tcp", &open), 0);
         cr_assert_eq(open.status.dat_status, DAT_SUCCESS);
         cr_assert_eq(raw_ia_query(fd, open.ia_id, &query), 0);
@@ -249,8 +259,7 @@ Test(datd_protocol, each_open_is_a_new_instance)
         struct datp_ia_open_reply a, b;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         cr_assert_eq(raw_ia_open(fd, "shm", &a), 0);
         cr_assert_eq(raw_ia_open(fd, "shm", &b), 0);
         cr_assert_eq(a.status.dat_status, DAT_SUCCESS);
@@ -265,8 +274,7 @@ Test(datd_protocol, an_unknown_ia_is_provider_not_found)
         struct datp_ia_open_reply reply;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         cr_assert_eq(raw_ia_open(fd, "no-such-ia", &reply), 0);
         expect_dat_error(reply.status.dat_status, DAT_PROVIDER_NOT_FOUND);
         cr_expect_eq(reply.ia_id, 0);
@@ -280,8 +288,7 @@ Test(datd_protocol, max_ias_per_client_is_insufficient_resources)
         struct datp_ia_close_reply closed;
         int fd, other;
 
-        start("{" IAS_SHM_TCP ", \"verbs\": false, \"limits\": {\"max_ias_per_client\": 2}}");
-        fd = connect_hello();
+        fd = start_connect("{" IAS_SHM_TCP ", \"verbs\": false, \"limits\": {\"max_ias_per_client\": 2}}");
         cr_assert_eq(raw_ia_open(fd, "shm", &a), 0);
         cr_assert_eq(raw_ia_open(fd, "tcp", &b), 0);
         cr_assert_eq(a.status.dat_status, DAT_SUCCESS);
@@ -307,8 +314,7 @@ Test(datd_protocol, ia_close_of_an_unknown_id_is_invalid_handle)
         struct datp_ia_close_reply reply;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         cr_assert_eq(raw_ia_close(fd, 12345, DATP_CLOSE_GRACEFUL, &reply), 0);
         expect_dat_error(reply.status.dat_status, DAT_INVALID_HANDLE);
         close(fd);
@@ -320,8 +326,7 @@ Test(datd_protocol, ia_query_of_an_unknown_id_is_invalid_handle)
         struct datp_ia_query_reply reply;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         cr_assert_eq(raw_ia_query(fd, 12345, &reply), 0);
         expect_dat_error(reply.status.dat_status, DAT_INVALID_HANDLE);
         close(fd);
@@ -335,8 +340,7 @@ Test(datd_protocol, a_closed_instance_is_gone)
         struct datp_ia_open_reply open;
         int fd;
 
-        start(NULL);
-        fd = connect_hello();
+        fd = start_connect(NULL);
         cr_assert_eq(raw_ia_open(fd, "shm", &open), 0);
         cr_assert_eq(open.status.dat_status, DAT_SUCCESS);
         cr_assert_eq(raw_ia_close(fd, open.ia_id, DATP_CLOSE_GRACEFUL, &closed), 0);
@@ -355,8 +359,7 @@ Test(datd_protocol, ia_ids_belong_to_their_client)
         struct datp_ia_open_reply open;
         int a, b;
 
-        start(NULL);
-        a = connect_hello();
+        a = start_connect(NULL);
         b = connect_hello();
         cr_assert_eq(raw_ia_open(a, "shm", &open), 0);
         cr_assert_eq(open.status.dat_status, DAT_SUCCESS);
