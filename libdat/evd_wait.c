@@ -49,9 +49,12 @@ bool dat_word_spin(const uint32_t *word, uint32_t seen)
         return false;
 }
 
-int dat_word_sleep(uint32_t *word, uint32_t seen, const struct dat_deadline *d)
+/* The private flag keys the futex by address in this process; without it
+ * the kernel keys it by the page's backing object, so that two processes
+ * mapping the same shared memory meet on the same word. */
+static int word_sleep(uint32_t *word, uint32_t seen, const struct dat_deadline *d, int private)
 {
-        long r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, seen,
+        long r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | private, seen,
                          d->infinite ? NULL : &d->at, NULL, FUTEX_BITSET_MATCH_ANY);
 
         if (r == 0)
@@ -66,9 +69,24 @@ int dat_word_sleep(uint32_t *word, uint32_t seen, const struct dat_deadline *d)
         }
 }
 
+int dat_word_sleep(uint32_t *word, uint32_t seen, const struct dat_deadline *d)
+{
+        return word_sleep(word, seen, d, FUTEX_PRIVATE_FLAG);
+}
+
+int dat_word_sleep_shared(uint32_t *word, uint32_t seen, const struct dat_deadline *d)
+{
+        return word_sleep(word, seen, d, 0);
+}
+
 void dat_word_wake_all(uint32_t *word)
 {
         syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT32_MAX, NULL, NULL, 0);
+}
+
+void dat_word_wake_all_shared(uint32_t *word)
+{
+        syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
 
 void dat_nap(void)

@@ -34,6 +34,12 @@ int dat_word_sleep(uint32_t *word, uint32_t seen, const struct dat_deadline *d);
 /* Wakes every thread sleeping on word. */
 void dat_word_wake_all(uint32_t *word);
 
+/* The same for a word in memory shared between processes (MAP_SHARED), as
+ * the shm transport's rings are: sleepers and wakers in any process that
+ * maps it meet on it. */
+int dat_word_sleep_shared(uint32_t *word, uint32_t seen, const struct dat_deadline *d);
+void dat_word_wake_all_shared(uint32_t *word);
+
 /* Sleeps a short while (100 µs): for a destroyer that has told the threads
  * still inside a wait call to leave and checks, under the object's lock,
  * until they have, so that it never frees the object under them. */

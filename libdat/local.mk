@@ -55,3 +55,4 @@ libdat_libdatcore_la_SOURCES += libdat/ep.h libdat/ep_attr.c libdat/ep_attr.h li
 libdat_libdatcore_la_SOURCES += libdat/ep_events.c libdat/ep_events.h
 libdat_libdatcore_la_SOURCES += libdat/mem_object.c libdat/mem_object.h
 libdat_libdatcore_la_SOURCES += libdat/conn.c libdat/conn.h libdat/listener.c libdat/progress.c libdat/progress.h
+libdat_libdatcore_la_SOURCES += libdat/shm_ring.c libdat/shm_ring.h libdat/shm_region.c libdat/shm_region.h

@@ -22,3 +22,4 @@ tests_libnetns_la_CFLAGS = $(AM_CFLAGS) -fvisibility=default
 endif
 include tests/netns/local.mk
 include tests/conn/local.mk
+include tests/shm/local.mk
