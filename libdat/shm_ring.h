@@ -15,7 +15,17 @@
  *
  * Producer and consumer make no system call and take no lock while there
  * is work: the only system call on the producer's side is the wake-up of a
- * consumer that announced, in the shared flag, that it sleeps. */
+ * consumer that announced, in the shared flag, that it sleeps.
+ *
+ * Not wired into endpoints yet (issue 5).  What remains: datd creates the
+ * region (shm_region_create, two rings: one per direction) at ESTABLISHED
+ * and passes its fd to both sides with SCM_RIGHTS, the ring geometry in the
+ * connection messages and a size limit in datd.conf; the message kinds
+ * (send, RDMA request, ack, disconnect) and payloads larger than a slot
+ * (process_vm_readv/writev, or chunks through the ring where the kernel
+ * refuses it); dat_ep_post_send/recv and completions into the EVDs, with
+ * dat_evd_wait sleeping on both the EVD and the ring; a producer that
+ * waits for room on a full ring (the same announce-then-sleep on tail). */
 #ifndef DATD_LIBDAT_SHM_RING_H
 #define DATD_LIBDAT_SHM_RING_H
 
