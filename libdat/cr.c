@@ -334,8 +334,11 @@ static DAT_EP_STATE want_state(const struct cr *cr, const struct ep *ep)
 {
         if (!cr->ep)
                 return DAT_EP_STATE_UNCONNECTED;
-        if (ep->state == DAT_EP_STATE_UNCONFIGURED_TENTATIVE)
-                return DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
+        /* A provider-created EP is accepted once dat_ep_modify configured
+         * it (Unconfigured Tentative -> Tentative Connection Pending); before
+         * that the state check refuses it with its unconfigured state. */
+        if (ep->provider_made)
+                return DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
         return DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
 }
 
@@ -360,10 +363,6 @@ static DAT_RETURN take_accepting_ep(struct cr *cr, DAT_EP_HANDLE handle, struct 
         if (!ep || ep->obj.parent != cr->obj.parent || ep->obj.closing)
                 ret = DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
         else if (ep->state != want_state(cr, ep))
-                ret = ep_invalid_state(ep->state);
-        /* A provider-created EP: the consumer must have given it a PZ and a
-         * connection EVD (dat_ep_modify) first. */
-        else if (ep->state == DAT_EP_STATE_UNCONFIGURED_TENTATIVE && !ep_provider_configured(ep))
                 ret = ep_invalid_state(ep->state);
         else if (!ep->connect_evd)
                 ret = DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
@@ -435,13 +434,12 @@ _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_hand
         return DAT_SUCCESS;
 }
 
-/* Whether the CR's EP is one the provider made for it (an RSP's never is
- * Unconfigured Tentative). */
+/* Whether the CR's EP is one the provider made for it (not an RSP's). */
 static bool cr_has_provider_ep(const struct cr *cr)
 {
         const struct ep *ep = ep_lookup(cr->ep);
 
-        return ep && ep_state(ep) == DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
+        return ep && ep->provider_made;
 }
 
 /* Sends a reject or handoff; once datd took it the request is no longer

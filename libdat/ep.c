@@ -510,25 +510,13 @@ bool ep_provider_configured(const struct ep *ep)
         return ep->pz != DAT_HANDLE_NULL && ep->connect_evd != DAT_HANDLE_NULL;
 }
 
-/* A provider-created EP leaves the unconfigured twin of Tentative
- * Connection Pending once dat_ep_modify gave it what a connection needs
- * (dat_ep_modify(3DAT) is how the Consumer configures it; DAT 2.0's
- * DAT_EP_STATE_UNCONFIGURED_TENTATIVE is that state before it). */
-static DAT_EP_STATE ep_reported_state(const struct ep *ep)
-{
-        if (ep->provider_made && ep->state == DAT_EP_STATE_UNCONFIGURED_TENTATIVE &&
-            ep_provider_configured(ep))
-                return DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
-        return ep->state;
-}
-
 void ep_fill_param(const struct ep *ep, DAT_EP_PARAM *param)
 {
         struct ia *ia = ep_ia(ep);
 
         *param = (DAT_EP_PARAM){
                 .ia_handle = ia->obj.handle,
-                .ep_state = ep_reported_state(ep),
+                .ep_state = ep->state,
                 /* The connection is a reliable byte stream over the IA's address family. */
                 .comm = { .domain = ia->address.ss_family, .type = SOCK_STREAM, .protocol = 0 },
                 .local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->address,
@@ -572,7 +560,7 @@ _public_ DAT_RETURN dat_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *ep_
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
         dat_object_lock();
         if (ep_state)
-                *ep_state = ep_reported_state(ep);
+                *ep_state = ep->state;
         if (recv_idle)
                 *recv_idle = ep->recv_outstanding == 0 ? DAT_TRUE : DAT_FALSE;
         if (request_idle)

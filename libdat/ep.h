@@ -133,9 +133,9 @@ void ep_watermark_events(const struct ep *ep, unsigned *soft, unsigned *hard);
  * provider's default attributes, no PZ, no EVDs, in
  * DAT_EP_STATE_UNCONFIGURED_TENTATIVE, registered with datd (its max_eps
  * quota applies: DAT_INSUFFICIENT_RESOURCES).  It makes a round trip to
- * datd, so it must not run on the progress thread.  The EP reports
- * DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING once dat_ep_modify gave it a
- * PZ and a connection EVD (ep_provider_configured). */
+ * datd, so it must not run on the progress thread.  dat_ep_modify moves
+ * it to DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING once it has a PZ and a
+ * connection EVD (ep_provider_configured). */
 DAT_RETURN ep_create_provider(struct ia *ia, DAT_EP_HANDLE *ep_handle);
 
 /* Provider EPs being made off the progress thread: begin before the
@@ -146,8 +146,8 @@ void ep_provider_begin(void);
 void ep_provider_end(void);
 void ep_provider_drain(void);
 
-/* Whether a provider-created EP has what dat_cr_accept needs (a PZ and a
- * connection EVD).  Under dat_object_lock. */
+/* Whether a provider-created EP has what a connection needs (a PZ and a
+ * connection EVD).  Under dat_object_lock or on a private copy. */
 bool ep_provider_configured(const struct ep *ep);
 
 /* Frees a provider-created EP whose request was rejected (or never seen):

@@ -257,6 +257,13 @@ static void apply(struct ep *ep, const DAT_EP_PARAM *want, DAT_EP_PARAM_MASK mas
                 /* dat_ep_set_watermark(3DAT): a new setting arms it again. */
                 ep->soft_hw_armed = want->ep_attr.srq_soft_hw != DAT_WATERMARK_INFINITE;
         }
+        /* A provider-created EP leaves DAT 2.0's unconfigured twin of
+         * Tentative Connection Pending once it has what a connection needs:
+         * configuring it is what the unconfigured state waits for.  Changed
+         * here, with the rest, so that datd is told the same state. */
+        if (ep->provider_made && ep->state == DAT_EP_STATE_UNCONFIGURED_TENTATIVE &&
+            ep_provider_configured(ep))
+                ep->state = DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
 }
 
 /* datd first, then the EP; references move only on success. */

@@ -58,9 +58,9 @@ static void configure(const struct side *s, DAT_EP_HANDLE ep)
                                    &param), DAT_SUCCESS);
 }
 
-/* How many EPs datd holds for this host (the max_eps quota counts them):
- * the passive side's are what matters, the active side's stay constant. */
-static int datd_ep_count(void)
+/* How many lines of `datctl ep list --json` contain needle: datd's view of
+ * this host's EPs (the max_eps quota counts them). */
+static int datd_ep_lines_with(const char *needle)
 {
         char cmd[1200];
         char *datctl = build_path("daemon/datctl");
@@ -68,8 +68,7 @@ static int datd_ep_count(void)
         int n = -1;
 
         cr_assert_not_null(datctl);
-        snprintf(cmd, sizeof(cmd), "%s ep list --json 2>/dev/null | grep -o '\"handle\"' | wc -l",
-                 datctl);
+        snprintf(cmd, sizeof(cmd), "%s ep list --json 2>/dev/null | grep -cF '%s'", datctl, needle);
         free(datctl);
         f = popen(cmd, "r");
         if (!f)
@@ -78,6 +77,13 @@ static int datd_ep_count(void)
                 n = -1;
         pclose(f);
         return n;
+}
+
+/* How many EPs datd holds for this host: the passive side's are what
+ * matters, the active side's stay constant. */
+static int datd_ep_count(void)
+{
+        return datd_ep_lines_with("\"handle\"");
 }
 
 /* dat_psp_create(3DAT): DAT_PSP_PROVIDER "indicates that the Consumer wants
@@ -127,6 +133,9 @@ Test(provider_ep, modify_then_accept_connects_both_sides)
         pep = cr_ep(cr);
         configure(&p, pep);
         cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING);
+        /* datd is told the state the consumer sees (datctl ep list). */
+        cr_expect_eq(datd_ep_lines_with("\"TENTATIVE_CONNECTION_PENDING\""), 1);
+        cr_expect_eq(datd_ep_lines_with("\"UNCONFIGURED_TENTATIVE\""), 0);
         cr_assert_eq(dat_cr_accept(cr, DAT_HANDLE_NULL, 64, back), DAT_SUCCESS);
         ev = expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
         cr_assert_eq(ev.event_data.connect_event_data.private_data_size, 64);
