@@ -40,3 +40,10 @@ bench-floors: $(BENCH_FLOORS)
 
 EXTRA_DIST += bench/README.md bench/run-peers bench/results.py
 include bench/datbench/local.mk
+
+# The shm link (libdat/shm_link.h) measured like the floors above (issue 5).
+noinst_PROGRAMS += bench/floor/shm-link-pingpong bench/floor/shm-link-stream
+bench_floor_shm_link_pingpong_SOURCES = bench/floor/shm-link-pingpong.c
+bench_floor_shm_link_pingpong_LDADD = bench/common/libbench.la libdat/libdatcore.la proto/libdatp.la -lpthread
+bench_floor_shm_link_stream_SOURCES = bench/floor/shm-link-stream.c
+bench_floor_shm_link_stream_LDADD = bench/common/libbench.la libdat/libdatcore.la proto/libdatp.la -lpthread

@@ -233,8 +233,8 @@ static int method_list_objects(sd_bus_message *msg, void *userdata, sd_bus_error
 /* ListConnections(): datd's id of the end, client id, pid, command, IA,
  * role (active, passive), local address, remote address, remote conn_qual,
  * state (REQUESTED, ACCEPTING, ESTABLISHED), age in µs, bytes sent and
- * received, the peer's pid (0 unknown). */
-#define CONNECTION_STRUCT "utussssststttu"
+ * received, the peer's pid (0 unknown), the bytes of its shm region (0: none). */
+#define CONNECTION_STRUCT "utussssststttut"
 
 struct list_ctx {
         sd_bus_message *reply;
@@ -272,7 +272,7 @@ static void append_connection(const ConnInfo *c, void *userdata)
                                                c->role, c->local_address, c->remote_address,
                                                c->remote_conn_qual, c->state, c->age_usec,
                                                c->bytes_sent, c->bytes_received,
-                                               (uint32_t) c->peer_pid);
+                                               (uint32_t) c->peer_pid, c->shm_bytes);
         ctx->n++;
 }
 

@@ -1,6 +1,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,23 @@ int client_open_ia(Client *c, Ia *ia, IaInstance **ret)
         return 0;
 }
 
+/* A message the socket had no room for, with its own duplicates of the
+ * descriptors it carries (the caller keeps its own). */
+struct PendingMsg {
+        unsigned nfds;
+        int fds[DATP_CHANNEL_MAX_FDS];
+        union datp_message msg;         /* msg.hdr.length bytes in use */
+};
+
+static void pending_free(PendingMsg *p)
+{
+        if (!p)
+                return;
+        for (unsigned i = 0; i < p->nfds; i++)
+                closep(&p->fds[i]);
+        free(p);
+}
+
 Client *client_free(Client *c)
 {
         if (!c)
@@ -95,7 +113,8 @@ Client *client_free(Client *c)
         if (c->fd >= 0)
                 close(c->fd);
         for (uint32_t k = 0; k < c->n_pending && c->pending; k++)
-                free(c->pending[(c->pending_head + k) % c->manager->config->limits.max_pending_replies]);
+                pending_free(c->pending[(c->pending_head + k) %
+                                        c->manager->config->limits.max_pending_replies]);
         free(c->pending);
         peer_done(&c->peer);
         free(c);
@@ -142,23 +161,35 @@ void client_drop_later(Client *c, int error)
         c->drop_error = error;
 }
 
-static int client_queue(Client *c, const struct datp_header *msg)
+static int client_queue(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds)
 {
         uint32_t max = c->manager->config->limits.max_pending_replies;
-        struct datp_header *copy;
+        PendingMsg *copy;
         int r;
 
         if (c->n_pending >= max)
                 return -ENOBUFS;
+        if (nfds > DATP_CHANNEL_MAX_FDS)
+                return -EINVAL;
         if (!c->pending) {
                 c->pending = calloc(max, sizeof(*c->pending));
                 if (!c->pending)
                         return -ENOMEM;
         }
-        copy = malloc(msg->length);
+        copy = malloc(offsetof(PendingMsg, msg) + msg->length);
         if (!copy)
                 return -ENOMEM;
-        memcpy(copy, msg, msg->length);
+        copy->nfds = 0;
+        for (unsigned i = 0; i < nfds; i++) {
+                copy->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+                if (copy->fds[i] < 0) {
+                        r = -errno;
+                        pending_free(copy);
+                        return r;
+                }
+                copy->nfds++;
+        }
+        memcpy(&copy->msg, msg, msg->length);
         c->pending[(c->pending_head + c->n_pending) % max] = copy;
         if (c->n_pending++ == 0) {
                 r = sd_event_source_set_io_events(c->io, EPOLLIN | EPOLLOUT);
@@ -168,16 +199,21 @@ static int client_queue(Client *c, const struct datp_header *msg)
         return 0;
 }
 
-int client_send(Client *c, const struct datp_header *msg)
+int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds)
 {
         /* Behind queued replies a new one must wait, or order would break. */
         if (c->n_pending == 0) {
-                int r = datp_send(c->fd, msg, NULL, 0);
+                int r = datp_send(c->fd, msg, fds, nfds);
 
                 if (r != -EAGAIN)
                         return r;
         }
-        return client_queue(c, msg);
+        return client_queue(c, msg, fds, nfds);
+}
+
+int client_send(Client *c, const struct datp_header *msg)
+{
+        return client_send_fds(c, msg, NULL, 0);
 }
 
 static int client_flush(Client *c)
@@ -185,14 +221,14 @@ static int client_flush(Client *c)
         uint32_t max = c->manager->config->limits.max_pending_replies;
 
         while (c->n_pending > 0) {
-                struct datp_header **slot = &c->pending[c->pending_head];
-                int r = datp_send(c->fd, *slot, NULL, 0);
+                PendingMsg **slot = &c->pending[c->pending_head];
+                int r = datp_send(c->fd, &(*slot)->msg.hdr, (*slot)->fds, (*slot)->nfds);
 
                 if (r == -EAGAIN)
                         return 0;
                 if (r < 0)
                         return r;
-                free(*slot);
+                pending_free(*slot);
                 *slot = NULL;
                 c->pending_head = (c->pending_head + 1) % max;
                 c->n_pending--;

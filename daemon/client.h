@@ -15,6 +15,7 @@
 #include "proto/datp.h"
 
 typedef struct IaInstance IaInstance;
+typedef struct PendingMsg PendingMsg;
 struct Listener;
 struct Conn;
 
@@ -51,7 +52,7 @@ struct Client {
 
         /* Replies the socket had no room for, oldest first: a ring of
          * limits.max_pending_replies slots, allocated on first use. */
-        struct datp_header **pending;
+        PendingMsg **pending;
         uint32_t pending_head;
         uint32_t n_pending;
 
@@ -59,6 +60,7 @@ struct Client {
         uint32_t n_listeners;
         uint32_t n_conns;               /* ends, in any state */
         uint32_t n_connecting;          /* active ends not yet answered */
+        uint64_t shm_bytes;             /* shm regions of its connection ends (max_shm_bytes_per_client) */
         bool dying;                     /* being freed: no more events to it */
         sd_event_source *drop_source;   /* client_drop_later() pending */
         int drop_error;
@@ -72,6 +74,10 @@ Client *client_free(Client *c);
 /* Sends a reply, or queues it while the socket is full.  -ENOBUFS when the
  * queue is at its limit: the caller drops the client. */
 int client_send(Client *c, const struct datp_header *msg);
+
+/* The same with descriptors (SCM_RIGHTS): the caller keeps its own; a queued
+ * message holds duplicates until it is sent. */
+int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds);
 
 /* Drops the client from the event loop's next iteration: for failures met
  * while handling another client's request. */

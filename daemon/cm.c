@@ -25,7 +25,10 @@
 _Static_assert(sizeof(struct cm_header) == 16, "CM header layout");
 _Static_assert(sizeof(struct cm_hello) == 16 + 56, "CM HELLO layout");
 _Static_assert(sizeof(struct cm_addr) == 20, "CM address layout");
-_Static_assert(sizeof(struct cm_conn) == 16 + 32 + 40 + DATP_PRIVATE_DATA_MAX, "CM conn layout");
+_Static_assert(sizeof(struct cm_conn) == 16 + 32 + 40 + DATP_PRIVATE_DATA_MAX + CM_TOKEN_SIZE,
+               "CM conn layout");
+_Static_assert(sizeof(struct cm_data) == 16 + 32, "CM DATA layout");
+_Static_assert(sizeof(struct cm_data) <= CM_MAX_MESSAGE, "DATA fits the read buffer");
 
 /* A link that cannot send this much is as good as lost. */
 #define CM_WBUF_MAX (16u << 20)
@@ -39,6 +42,8 @@ struct CmLink {
         bool outgoing;
         bool connecting;                /* outgoing, TCP handshake not done */
         bool up;                        /* the peer's HELLO arrived */
+        bool hello_sent;                /* incoming: only once the peer's first message said
+                                           it is a link (HELLO), not a data connection */
         uint8_t host_id[16];
         uint8_t rbuf[CM_MAX_MESSAGE] __attribute__((aligned(8))); /* read as the structs */
         size_t rlen;
@@ -82,25 +87,34 @@ static void link_describe(const CmLink *l, char *buf, size_t size)
         sockaddr_to_string((const struct sockaddr *) &l->addr, l->addr_len, buf, size);
 }
 
-static void link_free(CmLink *l, const char *why)
+/* Unlinks and frees l; with lost, conn.c first drops every connection over
+ * it (a data connection never had any). */
+static void link_release(CmLink *l, bool lost)
 {
         Manager *m = l->manager;
-        char a[SOCKADDR_STRING_MAX];
         bool was_up = l->up;
 
-        link_describe(l, a, sizeof(a));
-        log_full(was_up ? LOG_WARNING : LOG_INFO, "CM link to %s (%s): %s.", a,
-                 l->outgoing ? "outgoing" : "incoming", why);
         LIST_REMOVE(links, m->cm_links, l);
         m->n_cm_links--;
         sd_event_source_disable_unref(l->io);
         l->io = NULL;
         /* conn.c drops every connection over the link; it may not send on it. */
-        conn_cm_link_lost(l, was_up);
+        if (lost)
+                conn_cm_link_lost(l, was_up);
         if (l->fd >= 0)
                 close(l->fd);
         free(l->wbuf);
         free(l);
+}
+
+static void link_free(CmLink *l, const char *why)
+{
+        char a[SOCKADDR_STRING_MAX];
+
+        link_describe(l, a, sizeof(a));
+        log_full(l->up ? LOG_WARNING : LOG_INFO, "CM link to %s (%s): %s.", a,
+                 l->outgoing ? "outgoing" : "incoming", why);
+        link_release(l, true);
 }
 
 static int link_flush(CmLink *l)
@@ -166,6 +180,7 @@ static void send_hello(CmLink *l)
         memcpy(h.host_id, m->host_id.bytes, sizeof(h.host_id));
         snprintf(h.version, sizeof(h.version), "%s", PACKAGE_VERSION);
         h.keepalive_ms = htonl(m->config->cm_keepalive_ms);
+        l->hello_sent = true;
         link_queue(l, &h, sizeof(h));
 }
 
@@ -190,7 +205,63 @@ void cm_send_conn(CmLink *l, uint16_t type, const struct cm_conn *b)
         addr_to_wire(&b->src, &w.src);
         addr_to_wire(&b->dst, &w.dst);
         memcpy(w.private_data, b->private_data, b->pd_len <= DATP_PRIVATE_DATA_MAX ? b->pd_len : 0);
+        memcpy(w.token, b->token, sizeof(w.token));
         link_queue(l, &w, sizeof(w));
+}
+
+void cm_data_message(struct cm_data *out, uint32_t dst_conn_id, uint32_t src_conn_id,
+                     const uint8_t token[CM_TOKEN_SIZE])
+{
+        memset(out, 0, sizeof(*out));
+        header_init(&out->hdr, CM_DATA, sizeof(*out));
+        out->dst_conn_id = htonl(dst_conn_id);
+        out->src_conn_id = htonl(src_conn_id);
+        memcpy(out->token, token, CM_TOKEN_SIZE);
+}
+
+int cm_data_socket(const CmLink *l)
+{
+        struct sockaddr_storage to = l->addr;
+        int fd;
+
+        if (to.ss_family == AF_INET)
+                ((struct sockaddr_in *) &to)->sin_port = htons(l->manager->config->cm_port);
+        else
+                ((struct sockaddr_in6 *) &to)->sin6_port = htons(l->manager->config->cm_port);
+        fd = socket(to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (connect(fd, (struct sockaddr *) &to, l->addr_len) < 0 && errno != EINPROGRESS) {
+                int r = -errno;
+
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* An incoming connection whose first message is DATA: conn.c takes the
+ * socket (and nothing past the message has been read), or it is closed. */
+static void link_hand_over(CmLink *l)
+{
+        struct cm_data d;
+        char a[SOCKADDR_STRING_MAX];
+
+        memcpy(&d, l->rbuf, sizeof(d));
+        d.dst_conn_id = ntohl(d.dst_conn_id);
+        d.src_conn_id = ntohl(d.src_conn_id);
+        link_describe(l, a, sizeof(a));
+        /* Out of the event loop before conn.c may pass the socket on and
+         * close it: epoll would keep watching the file in flight. */
+        l->io = sd_event_source_disable_unref(l->io);
+        if (conn_cm_data(l->manager, l->fd, &d)) {
+                log_debug("Data connection from %s for connection %" PRIu32 " handed over.", a,
+                          d.dst_conn_id);
+                l->fd = -1;
+        } else
+                log_info("Data connection from %s for connection %" PRIu32 " closed: no end "
+                         "waits for it with that token.", a, d.dst_conn_id);
+        link_release(l, false);
 }
 
 static bool addr_from_wire(const struct cm_addr *in, struct cm_addr *out)
@@ -207,6 +278,16 @@ static bool link_dispatch(CmLink *l, const char **why)
         uint16_t type = ntohs(h->type);
         struct cm_conn c;
 
+        if (type == CM_DATA && !l->outgoing && !l->up && !l->hello_sent) {
+                if (ntohl(h->length) != sizeof(struct cm_data)) {
+                        *why = "malformed DATA";
+                        return false;
+                }
+                /* The caller sees l gone: *why NULL and false. */
+                link_hand_over(l);
+                *why = NULL;
+                return false;
+        }
         if (type == CM_HELLO) {
                 const struct cm_hello *hello = (const struct cm_hello *) l->rbuf;
                 char a[SOCKADDR_STRING_MAX], v[sizeof(hello->version) + 1] = "";
@@ -221,6 +302,8 @@ static bool link_dispatch(CmLink *l, const char **why)
                                 *p = '?';
                 memcpy(l->host_id, hello->host_id, sizeof(l->host_id));
                 l->up = true;
+                if (!l->hello_sent)
+                        send_hello(l);
                 link_describe(l, a, sizeof(a));
                 log_info("CM link to %s (%s) up: datd %s.", a, l->outgoing ? "outgoing" : "incoming", v);
                 return true;
@@ -306,7 +389,8 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                 }
                 if (l->rlen == want && want > sizeof(*h) - 1 && l->rlen >= sizeof(*h)) {
                         if (!link_dispatch(l, &why)) {
-                                link_free(l, why);
+                                if (why)        /* else handed over and freed already */
+                                        link_free(l, why);
                                 return 0;
                         }
                         l->rlen = 0;
@@ -359,7 +443,11 @@ static CmLink *link_new(Manager *m, int fd, bool outgoing, const struct sockaddr
         }
         LIST_PREPEND(links, m->cm_links, l);
         m->n_cm_links++;
-        send_hello(l);
+        /* An incoming connection may be a data connection (DATA first), whose
+         * bytes after DATA belong to the processes: it hears nothing from us.
+         * A link answers the peer's HELLO. */
+        if (outgoing)
+                send_hello(l);
         return l;
 }
 
@@ -370,8 +458,11 @@ CmLink *cm_link_get(Manager *m, const struct sockaddr_storage *ip, socklen_t len
         CmLink *l;
         int fd;
 
+        /* Not an incoming connection that has not said HELLO yet: it may be a
+         * data connection, where nothing of ours may be written. */
         LIST_FOREACH(links, l, m->cm_links)
-                if (sockaddr_same_host((const struct sockaddr *) &l->addr, (const struct sockaddr *) ip))
+                if ((l->outgoing || l->up) &&
+                    sockaddr_same_host((const struct sockaddr *) &l->addr, (const struct sockaddr *) ip))
                         return l;
         sockaddr_to_string((const struct sockaddr *) ip, len, a, sizeof(a));
         if (m->n_cm_links >= m->config->limits.max_cm_links) {

@@ -19,7 +19,7 @@ typedef struct Manager Manager;
 typedef struct CmLink CmLink;
 
 #define CM_MAGIC 0x44415443u    /* "DATC" */
-#define CM_VERSION 1
+#define CM_VERSION 2            /* 2: data connections (ACCEPT's token, DATA) */
 
 enum cm_type {
         CM_HELLO = 1,
@@ -29,6 +29,7 @@ enum cm_type {
         CM_READY = 5,
         CM_DISCONNECT = 6,
         CM_KEEPALIVE = 7,
+        CM_DATA = 8,                    /* first message of a data connection (not a link) */
 };
 
 enum cm_reason {
@@ -39,6 +40,8 @@ enum cm_reason {
         CM_REASON_DISCONNECTED = 4,     /* DISCONNECT: dat_ep_disconnect */
         CM_REASON_BROKEN = 5,           /* DISCONNECT: the process went away */
 };
+
+#define CM_TOKEN_SIZE 16
 
 /* The header of every message; the body follows, its size fixed by type. */
 struct cm_header {
@@ -78,6 +81,20 @@ struct cm_conn {
         struct cm_addr src;             /* CONNECT_REQ: the active IA's address */
         struct cm_addr dst;             /* CONNECT_REQ: the address it connected to */
         uint8_t private_data[DATP_PRIVATE_DATA_MAX];
+        uint8_t token[CM_TOKEN_SIZE];   /* ACCEPT: names the data connection (random, single use) */
+};
+
+/* The only message of a data connection: the active datd connects a new TCP
+ * socket to the passive datd's cm_port and sends this instead of HELLO; the
+ * passive datd hands the socket, with nothing more read, to the passive
+ * end's process if dst_conn_id and token match an end waiting for it, and
+ * closes it otherwise. */
+struct cm_data {
+        struct cm_header hdr;
+        uint32_t dst_conn_id;           /* the passive datd's id of its end */
+        uint32_t src_conn_id;           /* the active datd's id of its end */
+        uint8_t token[CM_TOKEN_SIZE];   /* as the passive datd sent it in ACCEPT */
+        uint8_t reserved[8];            /* 0 */
 };
 
 #define CM_MAX_MESSAGE sizeof(struct cm_conn)
@@ -94,6 +111,15 @@ CmLink *cm_link_get(Manager *m, const struct sockaddr_storage *ip, socklen_t len
 /* Queues a message (host byte order in, converted here) for the link. */
 void cm_send_conn(CmLink *l, uint16_t type, const struct cm_conn *body);
 
+/* A data connection to the datd of the link's host (its cm_port): a
+ * non-blocking TCP socket, connecting (connect() in progress or done), or
+ * -errno.  Its first bytes must be the DATA message cm_data_message() makes. */
+int cm_data_socket(const CmLink *l);
+
+/* The DATA message in wire byte order. */
+void cm_data_message(struct cm_data *out, uint32_t dst_conn_id, uint32_t src_conn_id,
+                     const uint8_t token[CM_TOKEN_SIZE]);
+
 /* The remote IP of the link, for log lines and ListConnections. */
 const struct sockaddr_storage *cm_link_address(const CmLink *l, socklen_t *len);
 bool cm_link_is_up(const CmLink *l);
@@ -105,5 +131,9 @@ uint32_t cm_n_links(Manager *m);
  * exchange had completed). */
 void conn_cm_receive(CmLink *l, uint16_t type, const struct cm_conn *msg);
 void conn_cm_link_lost(CmLink *l, bool was_up);
+
+/* Called by cm.c: an incoming connection's first message was DATA (host
+ * byte order).  Returns true when conn.c took fd; false: cm.c closes it. */
+bool conn_cm_data(Manager *m, int fd, const struct cm_data *msg);
 
 #endif

@@ -187,6 +187,20 @@ static void parse_u64(ConfigParser *p, const char *jpath, json_t *v, void *field
                 *(uint64_t *) field = i;
 }
 
+/* A power of two within the key's range (shm_ring_bytes). */
+static void parse_u32_pow2(ConfigParser *p, const char *jpath, json_t *v, void *field,
+                           const ConfigKey *k)
+{
+        uint64_t i;
+
+        if (!parse_integer(p, jpath, v, k, &i))
+                return;
+        if (i & (i - 1))
+                config_error(p, jpath, "%" PRIu64 " is not a power of two", i);
+        else
+                *(uint32_t *) field = (uint32_t) i;
+}
+
 static void parse_bool(ConfigParser *p, const char *jpath, json_t *v, void *field,
                        const ConfigKey *k)
 {
@@ -366,6 +380,11 @@ static const ConfigKey limit_keys[] = {
         LIMIT(max_pending_connects_per_client, 1, 65536, 1024),
         LIMIT(max_pending_requests, 1, 65536, 128),
         LIMIT(max_cm_links, 1, 4096, 64),
+        /* The shm data path: each direction's ring of a connection (a power
+         * of two, libdat/shm_link.h's bounds), and the regions a client may
+         * hold over its connection ends. */
+        { "shm_ring_bytes", parse_u32_pow2, offsetof(Limits, shm_ring_bytes), 4096, 64u << 20, 262144 },
+        LIMIT(max_shm_bytes_per_client, 1, 1ull << 50, 1ull << 30),
 };
 
 static void parse_limits(ConfigParser *p, const char *jpath, json_t *v, void *field,

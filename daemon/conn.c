@@ -11,14 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <dat2/udat.h>
 
+#include "common/macro.h"
+#include "daemon/channel.h"
 #include "daemon/client.h"
 #include "daemon/cm.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/netif.h"
+#include "libdat/shm_link.h"
 
 #define DAT_ERR(type, subtype) ((uint32_t) (DAT_CLASS_ERROR | (type) | (subtype)))
 
@@ -48,6 +52,9 @@ typedef struct IdHash {
 typedef struct Listener Listener;
 typedef struct Cr Cr;
 typedef struct Conn Conn;
+typedef struct DataListener DataListener;
+typedef struct TcpPair TcpPair;
+typedef struct DataOut DataOut;
 
 enum conn_state {
         CONN_REQUESTED,         /* active: CONNECT sent, no answer yet */
@@ -112,6 +119,16 @@ struct Conn {
         uint64_t remote_conn_qual;
         uint64_t created_usec;          /* CLOCK_MONOTONIC */
         sd_event_source *timer;
+        ShmRegion *shm;                 /* shm data channel, shared with peer; counted in
+                                           the client's shm_bytes */
+        /* tcp data channel being made (PROTOCOL.md, EV_DATA_CHANNEL): the
+         * end is told ESTABLISHED once it is there.  Meanwhile an active end
+         * stays REQUESTED and a passive one ACCEPTING. */
+        TcpPair *pair;                  /* same host: both ends share it */
+        DataOut *data_out;              /* active, another host: our data connection */
+        int data_fd;                    /* passive, another host: the one that came, -1 */
+        bool ready;                     /* passive, another host: READY came */
+        uint8_t token[CM_TOKEN_SIZE];   /* passive, another host: what DATA must name */
         LIST_FIELDS(Conn, conns);       /* the instance's */
 };
 
@@ -125,7 +142,44 @@ struct ConnTable {
         IdHash listeners, crs, conns;
         Listener *listener_by_qual[CONN_BUCKETS];
         ConnCounters counters;
+        DataListener **data_listeners;  /* per IA (m->ias index), made on first use */
+        size_t n_data_listeners;
 };
+
+/* Same host, tcp: datd's own listener on an IA's address (ephemeral port)
+ * that it connects to, one socket per end. */
+struct DataListener {
+        ConnTable *table;
+        int fd;
+        sd_event_source *io;
+        TcpPair *pairs;                 /* connects in flight to it */
+};
+
+struct TcpPair {
+        DataListener *dl;
+        TcpPair *next;                  /* dl->pairs */
+        Conn *a, *b;                    /* active, passive */
+        int fd_a;                       /* connecting: a's socket */
+        int fd_b;                       /* accepted: b's socket, -1 until then */
+        struct sockaddr_storage local;  /* fd_a's address: how the accepted one is known */
+        socklen_t local_len;
+        bool connected;                 /* fd_a's connect completed */
+        sd_event_source *io, *timer;
+};
+
+/* Another host, active side: the data connection to the passive datd's
+ * cm_port, with the DATA message written first. */
+struct DataOut {
+        Conn *a;
+        int fd;
+        struct cm_data msg;             /* wire order */
+        size_t sent;
+        sd_event_source *io, *timer;
+};
+
+/* How long datd gives a data connection (connect, DATA) before the
+ * connection fails. */
+#define DATA_CONNECT_TIMEOUT_USEC (10u * 1000000u)
 
 static uint64_t now_usec(clockid_t clock)
 {
@@ -283,6 +337,16 @@ ConnTable *conn_table_free(ConnTable *t)
         /* Clients free their listeners and connections before this. */
         if (!t)
                 return NULL;
+        for (size_t i = 0; i < t->n_data_listeners; i++) {
+                DataListener *dl = t->data_listeners[i];
+
+                if (!dl)
+                        continue;
+                sd_event_source_disable_unref(dl->io);
+                closep(&dl->fd);
+                free(dl);
+        }
+        free(t->data_listeners);
         free(t->listeners.buckets);
         free(t->crs.buckets);
         free(t->conns.buckets);
@@ -431,15 +495,20 @@ static const char *event_name(uint32_t event)
 
 /* An event for a client that may not be the one whose request is being
  * handled: a full queue drops that client later, not now. */
-static void send_event(Client *c, const struct datp_header *msg)
+static void send_event_fds(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds)
 {
         int r;
 
         if (c->dying)
                 return;
-        r = client_send(c, msg);
+        r = client_send_fds(c, msg, fds, nfds);
         if (r < 0)
                 client_drop_later(c, r);
+}
+
+static void send_event(Client *c, const struct datp_header *msg)
+{
+        send_event_fds(c, msg, NULL, 0);
 }
 
 static void send_ev_conn(Conn *c, uint32_t event, const uint8_t *pd, uint32_t pd_len, const char *why)
@@ -498,6 +567,134 @@ static void send_ev_conn_request(Cr *cr)
         ev.pd_len = cr->pd_len;
         memcpy(ev.private_data, cr->pd, cr->pd_len);
         send_event(l->instance->client, &ev.hdr);
+}
+
+/* ---- data channels (PROTOCOL.md, EV_DATA_CHANNEL) ---------------------------- */
+
+static bool conn_is_shm(const Conn *x)
+{
+        return x->instance->ia->transport == TRANSPORT_SHM;
+}
+
+/* Why client cl cannot hold `more` bytes of shm regions beyond its own, or
+ * NULL (the reason in buf). */
+static const char *shm_quota_refuses(const Client *cl, uint64_t more, const Limits *lim, char *buf,
+                                     size_t size)
+{
+        if (cl->shm_bytes + more <= lim->max_shm_bytes_per_client)
+                return NULL;
+        snprintf(buf, size, "pid %d would hold %" PRIu64 " bytes of shm regions, above "
+                 "max_shm_bytes_per_client (%" PRIu64 ")", (int) cl->peer.pid, cl->shm_bytes + more,
+                 lim->max_shm_bytes_per_client);
+        return buf;
+}
+
+/* Makes the data channel of the same-host connection a (active) - b
+ * (passive), and counts it; NULL, or why it could not (in buf).  Both ends
+ * on shm IAs: a shm region. */
+static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
+{
+        const Limits *lim = &a->table->manager->config->limits;
+        Client *ca = a->instance->client, *cb = b->instance->client;
+        uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+        /* The file is whole pages (shm_region_create). */
+        uint64_t bytes = (shm_link_region_size(lim->shm_ring_bytes) + page - 1) / page * page;
+        const char *why;
+        ShmRegion *r;
+        int k;
+
+        if (!conn_is_shm(a) || !conn_is_shm(b))
+                return NULL;
+        /* One process holding both ends holds the region twice. */
+        why = shm_quota_refuses(ca, ca == cb ? 2 * bytes : bytes, lim, buf, size);
+        if (!why && ca != cb)
+                why = shm_quota_refuses(cb, bytes, lim, buf, size);
+        if (why)
+                return why;
+        k = shm_channel_new(lim->shm_ring_bytes, &r);
+        if (k < 0) {
+                snprintf(buf, size, "cannot make its shared memory region of %" PRIu64 " bytes: %s",
+                         bytes, strerror(-k));
+                return buf;
+        }
+        a->shm = b->shm = r;
+        ca->shm_bytes += r->size;
+        cb->shm_bytes += r->size;
+        return NULL;
+}
+
+/* EV_DATA_CHANNEL to end c, right before its ESTABLISHED: its shm region,
+ * else tcp_fd (its connected socket; datd's copy is the caller's to close).
+ * A failure to send drops c's client, which breaks the connection
+ * (send_event). */
+static void send_data_channel(Conn *c, int tcp_fd)
+{
+        struct datp_ev_data_channel ev = {};
+        int fds[DATP_CHANNEL_MAX_FDS];
+        const Peer *peer = c->peer ? &c->peer->instance->client->peer : NULL;
+        unsigned n = 0;
+        int pidfd = -1;
+
+        datp_header_init(&ev.hdr, DATP_EV_DATA_CHANNEL, c->instance->client->version, sizeof(ev), 0);
+        ev.ia_id = c->instance->id;
+        ev.conn_id = c->id;
+        ev.ep_handle = c->ep_handle;
+        /* The peer process, when it is on this host. */
+        if (peer && peer->pid > 0) {
+                ev.peer_pid = peer->pid;
+                ev.peer_uid = peer->uid;
+        }
+        if (c->shm) {
+                ev.kind = DATP_CHANNEL_SHM;
+                ev.region_size = c->shm->size;
+                ev.ring_size = c->shm->ring_size;
+                /* The active end produces ring 0, the passive end ring 1. */
+                ev.side = c->active ? 0 : 1;
+                fds[n++] = c->shm->memfd;
+                fds[n++] = c->shm->doorbell[ev.side];
+                fds[n++] = c->shm->doorbell[1 - ev.side];
+                pidfd = peer ? channel_pidfd(peer->pid) : -ESRCH;
+                if (pidfd >= 0)
+                        fds[n++] = pidfd;
+                else
+                        conn_log(LOG_DEBUG, c, "no pidfd of the peer: %s.", strerror(-pidfd));
+        } else if (tcp_fd >= 0) {
+                ev.kind = DATP_CHANNEL_TCP;
+                fds[n++] = tcp_fd;
+        } else
+                return;
+        ev.nfds = n;
+        send_event_fds(c->instance->client, &ev.hdr, fds, n);
+        closep(&pidfd);
+}
+
+/* The tcp channel being made is given up (the ends stay). */
+static void pair_free(TcpPair *p)
+{
+        if (!p)
+                return;
+        if (p->a)
+                p->a->pair = NULL;
+        if (p->b)
+                p->b->pair = NULL;
+        CHAIN_REMOVE(&p->dl->pairs, p, next);
+        sd_event_source_disable_unref(p->io);
+        sd_event_source_disable_unref(p->timer);
+        closep(&p->fd_a);
+        closep(&p->fd_b);
+        free(p);
+}
+
+static void data_out_free(DataOut *o)
+{
+        if (!o)
+                return;
+        if (o->a)
+                o->a->data_out = NULL;
+        sd_event_source_disable_unref(o->io);
+        sd_event_source_disable_unref(o->timer);
+        closep(&o->fd);
+        free(o);
 }
 
 /* ---- object lifetimes ----------------------------------------------------- */
@@ -576,6 +773,8 @@ static void cm_tell(CmLink *l, uint16_t type, uint32_t src, uint32_t dst, uint32
         cm_send_conn(l, type, &m);
 }
 
+static void conn_abandon(Conn *x);
+
 /* Frees one end; the other end (if any) forgets it.  An end whose other end
  * is on another host tells that host's datd, unless the news came from there
  * (then link was cleared): a request is withdrawn, a connection broken. */
@@ -588,7 +787,25 @@ static void conn_free(Conn *c)
                 cm_tell(c->link, CM_DISCONNECT, c->id, c->remote_id,
                         c->state == CONN_REQUESTED && c->active ? CM_REASON_WITHDRAWN : CM_REASON_BROKEN,
                         client->peer.pid, NULL, 0);
+        if (c->pair) {
+                /* Same host, tcp channel not made yet: the other end cannot
+                 * become ESTABLISHED any more. */
+                Conn *p = c->peer;
+
+                pair_free(c->pair);
+                c->peer = NULL;
+                if (p) {
+                        p->peer = NULL;
+                        conn_abandon(p);
+                }
+        }
+        data_out_free(c->data_out);
+        closep(&c->data_fd);
         free(c->pd);
+        if (c->shm) {
+                client->shm_bytes -= c->shm->size;
+                c->shm = shm_channel_unref(c->shm);
+        }
         if (c->cr)
                 c->cr->active = NULL;   /* withdrawn: the passive side still owns it */
         if (c->peer)
@@ -615,6 +832,7 @@ static Conn *conn_new(ConnTable *t, IaInstance *i, uint64_t ep_handle, bool acti
         c->ep_handle = ep_handle;
         c->active = active;
         c->created_usec = now_usec(CLOCK_MONOTONIC);
+        c->data_fd = -1;
         id_hash_add(&t->conns, &c->hlink, c->id);
         LIST_PREPEND(conns, i->conns, c);
         i->client->n_conns++;
@@ -627,6 +845,20 @@ static void conn_fail(Conn *a, uint32_t event, const uint8_t *pd, uint32_t pd_le
 {
         send_ev_conn(a, event, pd, pd_len, why);
         conn_free(a);
+}
+
+/* The other end of x went away while their tcp channel was being made:
+ * x is told as if it had gone before the accept completed. */
+static void conn_abandon(Conn *x)
+{
+        if (x->active)
+                conn_fail(x, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                          "the accepting process went away before the connection was up");
+        else {
+                send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,
+                             "the active side went away before the connection was up");
+                conn_free(x);
+        }
 }
 
 static void listener_free(Listener *l, const char *why)
@@ -671,6 +903,10 @@ void conn_drop_instance(IaInstance *i)
                 Conn *c = i->conns;
                 Conn *p = c->peer;
 
+                if (c->pair) {
+                        conn_free(c);   /* tells the other end itself */
+                        continue;
+                }
                 conn_free(c);
                 if (p) {
                         /* A terminal event ends the peer's end too. */
@@ -680,6 +916,373 @@ void conn_drop_instance(IaInstance *i)
                         conn_free(p);
                 }
         }
+}
+
+/* ---- tcp data channels ------------------------------------------------------- */
+
+static bool sockaddr_equal(const struct sockaddr_storage *a, socklen_t alen,
+                           const struct sockaddr_storage *b, socklen_t blen)
+{
+        if (a->ss_family != b->ss_family)
+                return false;
+        if (a->ss_family == AF_INET) {
+                const struct sockaddr_in *x = (const void *) a, *y = (const void *) b;
+
+                return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+        }
+        if (a->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *x = (const void *) a, *y = (const void *) b;
+
+                return x->sin6_port == y->sin6_port &&
+                       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+        }
+        return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+/* A connecting socket's outcome (SO_ERROR): 0 or an errno. */
+static int socket_error(int fd)
+{
+        socklen_t len = sizeof(int);
+        int err = 0;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                err = errno;
+        return err;
+}
+
+/* Both ends of a same-host connection are told: channel, then ESTABLISHED
+ * with the peer's private data (a->pd: the accepter's, b->pd: the
+ * connecter's).  fd_a / fd_b: their tcp sockets (-1 for shm), closed here. */
+static void establish_local(Conn *a, Conn *b, int fd_a, int fd_b)
+{
+        a->state = CONN_ESTABLISHED;
+        a->instance->client->n_connecting--;
+        a->timer = sd_event_source_disable_unref(a->timer);
+        b->accepting = false;
+        send_data_channel(a, fd_a);
+        send_ev_conn(a, DAT_CONNECTION_EVENT_ESTABLISHED, a->pd, a->pd_len, "accepted by the peer");
+        send_data_channel(b, fd_b);
+        send_ev_conn(b, DAT_CONNECTION_EVENT_ESTABLISHED, b->pd, b->pd_len, "accepted");
+        a->pd = (free(a->pd), NULL);
+        b->pd = (free(b->pd), NULL);
+        a->pd_len = b->pd_len = 0;
+        closep(&fd_a);
+        closep(&fd_b);
+}
+
+/* No data channel, no connection: the active end is refused, the accept
+ * fails, and both ends go. */
+static void fail_local(Conn *a, Conn *b, const char *why)
+{
+        pair_free(a->pair);
+        a->peer = b->peer = NULL;
+        send_ev_conn(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0, why);
+        send_ev_conn(b, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0, why);
+        conn_free(a);
+        conn_free(b);
+}
+
+static void pair_check(TcpPair *p)
+{
+        Conn *a = p->a, *b = p->b;
+        int fd_a, fd_b;
+
+        if (!p->connected || p->fd_b < 0)
+                return;
+        fd_a = TAKE_FD(p->fd_a);
+        fd_b = TAKE_FD(p->fd_b);
+        pair_free(p);
+        conn_log(LOG_DEBUG, a, "tcp data connection made.");
+        establish_local(a, b, fd_a, fd_b);
+}
+
+static int pair_on_connect(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        TcpPair *p = userdata;
+        int err = socket_error(fd);
+
+        if (err) {
+                char why[128];
+
+                snprintf(why, sizeof(why), "datd's tcp data connection failed: %s", strerror(err));
+                fail_local(p->a, p->b, why);
+                return 0;
+        }
+        p->connected = true;
+        p->io = sd_event_source_disable_unref(p->io);
+        pair_check(p);
+        return 0;
+}
+
+static int pair_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        TcpPair *p = userdata;
+
+        fail_local(p->a, p->b, "datd's tcp data connection was not made in time");
+        return 0;
+}
+
+static int data_listener_on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        DataListener *dl = userdata;
+
+        for (;;) {
+                struct sockaddr_storage peer;
+                socklen_t len = sizeof(peer);
+                int cfd = accept4(fd, (struct sockaddr *) &peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                TcpPair *p;
+
+                if (cfd < 0)
+                        return 0;
+                /* Only datd's own connects: the 4-tuple names the one it made. */
+                for (p = dl->pairs; p; p = p->next)
+                        if (p->fd_b < 0 && sockaddr_equal(&p->local, p->local_len, &peer, len))
+                                break;
+                if (!p) {
+                        close(cfd);
+                        continue;
+                }
+                p->fd_b = cfd;
+                pair_check(p);
+        }
+}
+
+/* The data listener on IA ia's address, made on first use; NULL (and errno
+ * set) when it cannot be. */
+static DataListener *data_listener_get(ConnTable *t, const Ia *ia)
+{
+        Manager *m = t->manager;
+        size_t k = (size_t) (ia - m->ias.ias);
+        struct sockaddr_storage ss;
+        uint32_t len;
+        DataListener *dl;
+        int r;
+
+        if (!t->data_listeners) {
+                t->data_listeners = calloc(m->ias.n, sizeof(*t->data_listeners));
+                if (!t->data_listeners) {
+                        errno = ENOMEM;
+                        return NULL;
+                }
+                t->n_data_listeners = m->ias.n;
+        }
+        if (k >= t->n_data_listeners) {
+                errno = EINVAL;
+                return NULL;
+        }
+        if (t->data_listeners[k])
+                return t->data_listeners[k];
+        dl = calloc(1, sizeof(*dl));
+        if (!dl) {
+                errno = ENOMEM;
+                return NULL;
+        }
+        dl->table = t;
+        ia_peer_address(ia, &ss, &len);
+        /* The IA's address, an ephemeral port. */
+        if (ss.ss_family == AF_INET)
+                ((struct sockaddr_in *) &ss)->sin_port = 0;
+        else
+                ((struct sockaddr_in6 *) &ss)->sin6_port = 0;
+        dl->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (dl->fd < 0 || bind(dl->fd, (struct sockaddr *) &ss, len) < 0 || listen(dl->fd, SOMAXCONN) < 0)
+                goto fail;
+        r = sd_event_add_io(m->event, &dl->io, dl->fd, EPOLLIN, data_listener_on_accept, dl);
+        if (r < 0) {
+                errno = -r;
+                goto fail;
+        }
+        t->data_listeners[k] = dl;
+        return dl;
+fail:
+        r = errno;
+        closep(&dl->fd);
+        free(dl);
+        errno = r;
+        return NULL;
+}
+
+/* Same host, not shm: datd connects to its own data listener on the
+ * passive IA's address; ESTABLISHED follows once both sockets are there.
+ * Returns NULL, or why it could not start (in buf). */
+static const char *pair_start(Conn *a, Conn *b, char *buf, size_t size)
+{
+        ConnTable *t = a->table;
+        DataListener *dl = data_listener_get(t, b->instance->ia);
+        struct sockaddr_storage to;
+        socklen_t to_len = sizeof(to);
+        TcpPair *p;
+        int r;
+
+        if (!dl) {
+                snprintf(buf, size, "datd has no tcp data listener on the IA's address: %s",
+                         strerror(errno));
+                return buf;
+        }
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return "out of memory";
+        p->dl = dl;
+        p->a = a;
+        p->b = b;
+        p->fd_b = -1;
+        p->fd_a = -1;
+        p->next = dl->pairs;
+        dl->pairs = p;
+        a->pair = b->pair = p;
+        if (getsockname(dl->fd, (struct sockaddr *) &to, &to_len) < 0)
+                goto fail;
+        p->fd_a = socket(to.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (p->fd_a < 0)
+                goto fail;
+        if (connect(p->fd_a, (struct sockaddr *) &to, to_len) < 0 && errno != EINPROGRESS)
+                goto fail;
+        p->local_len = sizeof(p->local);
+        if (getsockname(p->fd_a, (struct sockaddr *) &p->local, &p->local_len) < 0)
+                goto fail;
+        r = sd_event_add_io(t->manager->event, &p->io, p->fd_a, EPOLLOUT, pair_on_connect, p);
+        if (r >= 0)
+                r = sd_event_add_time_relative(t->manager->event, &p->timer, CLOCK_MONOTONIC,
+                                               DATA_CONNECT_TIMEOUT_USEC, 1000, pair_on_timeout, p);
+        if (r < 0) {
+                errno = -r;
+                goto fail;
+        }
+        return NULL;
+fail:
+        snprintf(buf, size, "datd's tcp data connection cannot be made: %s", strerror(errno));
+        pair_free(p);
+        return buf;
+}
+
+/* Another host, passive side: READY and the data connection both came. */
+static void passive_remote_check(Conn *x)
+{
+        int fd;
+
+        if (!x->ready || x->data_fd < 0)
+                return;
+        fd = TAKE_FD(x->data_fd);
+        x->accepting = false;
+        x->ready = false;
+        x->timer = sd_event_source_disable_unref(x->timer);
+        send_data_channel(x, fd);
+        send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, x->pd, x->pd_len, "accepted");
+        x->pd = (free(x->pd), NULL);
+        closep(&fd);
+}
+
+static int passive_remote_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        Conn *x = userdata;
+
+        send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,
+                     "the data connection from the active side's host did not come");
+        conn_free(x);   /* tells the other datd: BROKEN */
+        return 0;
+}
+
+bool conn_cm_data(Manager *m, int fd, const struct cm_data *msg)
+{
+        Conn *x = msg->dst_conn_id ? conn_find(m->conns, msg->dst_conn_id) : NULL;
+        uint8_t diff = 0;
+
+        if (!x || !x->link || !x->accepting || x->data_fd >= 0 || x->remote_id != msg->src_conn_id)
+                return false;
+        /* Compared in full whatever differs first. */
+        for (size_t i = 0; i < CM_TOKEN_SIZE; i++)
+                diff |= (uint8_t) (x->token[i] ^ msg->token[i]);
+        if (diff)
+                return false;
+        /* Single use. */
+        memset(x->token, 0, sizeof(x->token));
+        x->data_fd = fd;
+        conn_log(LOG_DEBUG, x, "data connection from the active side's host arrived.");
+        passive_remote_check(x);
+        return true;
+}
+
+/* Another host, active side: the DATA message is out; the connection is up. */
+static void active_remote_done(Conn *a)
+{
+        int fd = TAKE_FD(a->data_out->fd);
+
+        data_out_free(a->data_out);
+        a->state = CONN_ESTABLISHED;
+        a->instance->client->n_connecting--;
+        a->timer = sd_event_source_disable_unref(a->timer);
+        cm_tell(a->link, CM_READY, a->id, a->remote_id, CM_REASON_NONE, a->instance->client->peer.pid,
+                NULL, 0);
+        send_data_channel(a, fd);
+        send_ev_conn(a, DAT_CONNECTION_EVENT_ESTABLISHED, a->pd, a->pd_len, "accepted by the peer");
+        a->pd = (free(a->pd), NULL);
+        a->pd_len = 0;
+        closep(&fd);
+}
+
+static int data_out_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        DataOut *o = userdata;
+        int err = socket_error(fd);
+
+        while (!err && o->sent < sizeof(o->msg)) {
+                ssize_t n = send(fd, (const uint8_t *) &o->msg + o->sent, sizeof(o->msg) - o->sent,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return 0;
+                if (n < 0)
+                        err = errno;
+                else
+                        o->sent += (size_t) n;
+        }
+        if (err) {
+                char why[128];
+
+                snprintf(why, sizeof(why), "the data connection to the peer's host failed: %s",
+                         strerror(err));
+                conn_fail(o->a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0, why);
+                return 0;
+        }
+        active_remote_done(o->a);
+        return 0;
+}
+
+static int data_out_on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        DataOut *o = userdata;
+
+        conn_fail(o->a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                  "the data connection to the peer's host was not made in time");
+        return 0;
+}
+
+/* Another host, active side, ACCEPT came: connect to that datd's cm_port
+ * and send DATA naming the passive end; 0 or -errno. */
+static int data_out_start(Conn *a, const uint8_t token[CM_TOKEN_SIZE])
+{
+        Manager *m = a->table->manager;
+        DataOut *o = calloc(1, sizeof(*o));
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        o->a = a;
+        a->data_out = o;
+        cm_data_message(&o->msg, a->remote_id, a->id, token);
+        o->fd = cm_data_socket(a->link);
+        if (o->fd < 0) {
+                r = o->fd;
+                data_out_free(o);
+                return r;
+        }
+        r = sd_event_add_io(m->event, &o->io, o->fd, EPOLLOUT, data_out_on_io, o);
+        if (r >= 0)
+                r = sd_event_add_time_relative(m->event, &o->timer, CLOCK_MONOTONIC,
+                                               DATA_CONNECT_TIMEOUT_USEC, 1000, data_out_on_timeout, o);
+        if (r < 0)
+                data_out_free(o);
+        return r;
 }
 
 /* ---- requests ----------------------------------------------------------------- */
@@ -1007,12 +1610,51 @@ static bool check_cr(Client *c, uint32_t ia_id, Cr *cr, struct datp_status *s)
         return false;
 }
 
+/* Another host: ACCEPT with a new token for the data connection the
+ * active side's datd will make (PROTOCOL.md §14). */
+static void send_accept(Conn *b, int32_t pid, const uint8_t *pd, uint32_t pd_len)
+{
+        struct cm_conn m = {
+                .src_conn_id = b->id,
+                .dst_conn_id = b->remote_id,
+                .pid = (uint32_t) pid,
+                .pd_len = pd_len,
+        };
+        sd_id128_t id;
+
+        /* 128 random bits (getrandom); a failure leaves a token nobody can
+         * guess either: the one of an all-zero DATA is refused below. */
+        if (sd_id128_randomize(&id) < 0)
+                id = SD_ID128_MAKE(ff, ff, ff, ff, ff, ff, ff, ff, ff, ff, ff, ff, ff, ff, ff, ff);
+        memcpy(b->token, id.bytes, sizeof(b->token));
+        memcpy(m.token, b->token, sizeof(m.token));
+        if (pd_len)
+                memcpy(m.private_data, pd, pd_len);
+        cm_send_conn(b->link, CM_ACCEPT, &m);
+}
+
+/* Keeps the private data end x gets with its ESTABLISHED; 0 or -ENOMEM. */
+static int store_pd(Conn *x, const uint8_t *pd, uint32_t pd_len)
+{
+        x->pd_len = 0;
+        if (pd_len == 0)
+                return 0;
+        x->pd = malloc(pd_len);
+        if (!x->pd)
+                return -ENOMEM;
+        memcpy(x->pd, pd, pd_len);
+        x->pd_len = pd_len;
+        return 0;
+}
+
 int conn_handle_cr_accept(Client *c, const struct datp_cr_accept *req)
 {
         ConnTable *t = c->manager->conns;
         const Limits *lim = &c->manager->config->limits;
         struct datp_cr_accept_reply reply = {};
         Cr *cr = own_cr(c, req->ia_id, req->cr_id);
+        char why_buf[256];
+        const char *why;
         Conn *a, *b;
         int r;
 
@@ -1058,8 +1700,7 @@ int conn_handle_cr_accept(Client *c, const struct datp_cr_accept *req)
                 b->remote_len = cr->src_len;
                 b->accepting = true;
                 cr->listener->n_accepted++;
-                cm_tell(b->link, CM_ACCEPT, b->id, b->remote_id, CM_REASON_NONE, c->peer.pid,
-                        req->private_data, req->pd_len);
+                send_accept(b, c->peer.pid, req->private_data, req->pd_len);
                 conn_log(LOG_DEBUG, b, "accepted request %" PRIu32 ", waiting for READY.", cr->id);
                 cr_free(cr);
                 return client_send(c, &reply.hdr);
@@ -1090,18 +1731,31 @@ int conn_handle_cr_accept(Client *c, const struct datp_cr_accept *req)
         }
         b->peer = a;
         a->peer = b;
-        a->state = CONN_ESTABLISHED;
-        a->instance->client->n_connecting--;
-        a->timer = sd_event_source_disable_unref(a->timer);
         cr->listener->n_accepted++;
-        r = client_send(c, &reply.hdr);
         /* The active side gets the accepter's private data, the passive
          * side the connecter's (dat_ep_connect(3DAT), dat_cr_accept(3DAT)). */
-        send_ev_conn(a, DAT_CONNECTION_EVENT_ESTABLISHED, req->private_data, req->pd_len,
-                     "accepted by the peer");
+        r = store_pd(a, req->private_data, req->pd_len);
         if (r >= 0)
-                send_ev_conn(b, DAT_CONNECTION_EVENT_ESTABLISHED, cr->pd, cr->pd_len, "accepted");
+                r = store_pd(b, cr->pd, cr->pd_len);
         cr_free(cr);
+        if (r < 0)
+                why = "out of memory";
+        else if (conn_is_shm(a) && conn_is_shm(b))
+                why = channel_setup_local(a, b, why_buf, sizeof(why_buf));
+        else {
+                /* tcp: ESTABLISHED once datd's data connection is made. */
+                b->accepting = true;
+                why = pair_start(a, b, why_buf, sizeof(why_buf));
+        }
+        r = client_send(c, &reply.hdr);
+        if (why) {
+                fail_local(a, b, why);
+                return r;
+        }
+        if (a->shm) {
+                establish_local(a, b, -1, -1);
+                shm_channel_sent(a->shm);
+        }
         return r;
 }
 
@@ -1205,6 +1859,13 @@ int conn_handle_disconnect(Client *c, const struct datp_disconnect *req)
         p = x->peer;
         conn_log(LOG_DEBUG, x, "%s disconnect.",
                  req->flags == DATP_CLOSE_GRACEFUL ? "graceful" : "abrupt");
+        if (x->pair) {
+                /* Its tcp channel was being made: the other end was never
+                 * ESTABLISHED, and hears of it from conn_free(). */
+                send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0, "disconnected by its process");
+                conn_free(x);
+                return r;
+        }
         send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0, "disconnected by its process");
         if (x->link && !(x->state == CONN_REQUESTED && x->active)) {
                 cm_tell(x->link, CM_DISCONNECT, x->id, x->remote_id, CM_REASON_DISCONNECTED,
@@ -1283,6 +1944,7 @@ void conn_foreach_connection(Manager *m, void (*fn)(const ConnInfo *, void *), v
                                                  : "REQUESTED",
                                         .age_usec = now - x->created_usec,
                                         .peer_id = x->peer ? x->peer->id : 0,
+                                        .shm_bytes = x->shm ? x->shm->size : 0,
                                         .peer_pid = x->peer ? x->peer->instance->client->peer.pid
                                                     : x->link ? x->remote_pid
                                                     : x->cr && x->cr->listener
@@ -1369,6 +2031,7 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
         Manager *m = cm_link_manager(link);
         ConnTable *t = m->conns;
         Conn *x;
+        int r;
 
         switch (type) {
         case CM_CONNECT_REQ:
@@ -1382,15 +2045,21 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                                 CM_REASON_WITHDRAWN, 0, NULL, 0);
                         return;
                 }
+                if (x->data_out)
+                        return;         /* a second ACCEPT: the first one counts */
                 x->remote_id = msg->src_conn_id;
                 x->remote_pid = (int32_t) msg->pid;
-                x->state = CONN_ESTABLISHED;
-                x->instance->client->n_connecting--;
-                x->timer = sd_event_source_disable_unref(x->timer);
-                cm_tell(link, CM_READY, x->id, x->remote_id, CM_REASON_NONE,
-                        x->instance->client->peer.pid, NULL, 0);
-                send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, msg->private_data, msg->pd_len,
-                             "accepted by the peer");
+                /* ESTABLISHED (and READY) once the data connection is made. */
+                r = store_pd(x, msg->private_data, msg->pd_len);
+                if (r >= 0)
+                        r = data_out_start(x, msg->token);
+                if (r < 0) {
+                        char why[128];
+
+                        snprintf(why, sizeof(why), "cannot open the data connection to the peer's "
+                                 "host: %s", strerror(-r));
+                        conn_fail(x, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0, why);
+                }
                 return;
         case CM_REJECT:
                 x = linked_conn(t, link, msg->dst_conn_id);
@@ -1407,11 +2076,19 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                 return;
         case CM_READY:
                 x = linked_conn(t, link, msg->dst_conn_id);
-                if (!x || !x->accepting || x->remote_id != msg->src_conn_id)
+                if (!x || !x->accepting || x->remote_id != msg->src_conn_id || x->ready)
                         return;
-                x->accepting = false;
-                send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, x->pd, x->pd_len, "accepted");
-                x->pd = (free(x->pd), NULL);
+                /* The active datd sends READY once its data connection is
+                 * out; it may still be on its way here. */
+                x->ready = true;
+                if (x->data_fd < 0 &&
+                    sd_event_add_time_relative(m->event, &x->timer, CLOCK_MONOTONIC,
+                                               DATA_CONNECT_TIMEOUT_USEC, 1000,
+                                               passive_remote_timeout, x) < 0) {
+                        passive_remote_timeout(NULL, 0, x);
+                        return;
+                }
+                passive_remote_check(x);
                 return;
         case CM_DISCONNECT:
                 if (msg->dst_conn_id == 0) {

@@ -80,6 +80,7 @@ typedef struct ConnInfo {
         uint64_t bytes_sent, bytes_received;
         uint32_t peer_id;               /* the other end's conn_id here, 0 if remote/none */
         int32_t peer_pid;               /* 0 if unknown */
+        uint64_t shm_bytes;             /* its shm data channel's region, 0 for none */
 } ConnInfo;
 
 void conn_foreach_listener(Manager *m, void (*fn)(const ListenerInfo *, void *), void *userdata);

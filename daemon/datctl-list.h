@@ -3,9 +3,15 @@
  * Every List*() method of datd returns an array of structs.  A list_view
  * names the method, the struct's fields (their D-Bus types and JSON keys,
  * which are the field names of DBUS-API.md in lower_snake_case) and the
- * columns people see.  The reply becomes a JSON array of objects first;
- * --json prints that, the human table is drawn from it, so both outputs
- * always show the same data.  A new list command is a new list_view. */
+ * columns people see.  Each struct of the reply is read once into a row of
+ * values, which goes straight out as JSON (--json: written as it is read,
+ * never built as a tree, so 100 000 endpoints take a fraction of a second)
+ * or into the table; both are drawn from the same row, so they always show
+ * the same data.  A new list command is a new list_view.
+ *
+ * Fields may be added to a method at the end of its struct: a view's fields
+ * past n_fields_required are optional, a reply without them is accepted,
+ * and then their JSON keys and the columns that show them are left out. */
 #ifndef DATD_DAEMON_DATCTL_LIST_H
 #define DATD_DAEMON_DATCTL_LIST_H
 
@@ -55,10 +61,13 @@ struct list_column {
         bool blank_zero;        /* numbers: 0 shows as "-" (a field its kind has not) */
 };
 
+#define LIST_FIELDS_MAX 32
+
 struct list_view {
         const char *method;     /* on org.datd.Datd1.Manager, no arguments */
         const struct list_field *fields;
-        size_t n_fields;
+        size_t n_fields;        /* at most LIST_FIELDS_MAX */
+        size_t n_fields_required;       /* 0: all of them */
         const struct list_column *columns;
         size_t n_columns;
         const char *noun;       /* legend: "1 IA listed." */
@@ -74,15 +83,32 @@ extern const struct list_view list_view_objects;
 extern const struct list_view list_view_listeners;
 extern const struct list_view list_view_connections;
 
-/* The D-Bus type of the method's reply, "a(ssssuu)"; malloc'd. */
+/* The D-Bus type of the method's reply with every field, "a(ssssuu)";
+ * malloc'd. */
 char *list_signature(const struct list_view *v);
 
-/* Converts a List*() reply into a JSON array of objects.  Reports a reply
- * of the wrong type itself.  Returns 0 or -errno. */
+/* The same with only the first n_fields fields. */
+char *list_signature_n(const struct list_view *v, size_t n_fields);
+
+/* Converts a List*() reply into a JSON array of objects (for short lists
+ * that other output is built from, like the IAs of `datctl status`).
+ * Reports a reply of the wrong type itself.  Returns 0 or -errno. */
 int list_from_message(sd_bus_message *reply, const struct list_view *v, json_t **ret);
 
-/* Draws the rows of list_from_message() as a table; now (CLOCK_REALTIME µs)
- * is what ages are measured against.  Returns 0 or -ENOMEM. */
+/* Writes a List*() reply as --json prints it (what json_dumpf() would print
+ * for list_from_message()'s array, JSON_INDENT(2) | JSON_PRESERVE_ORDER,
+ * and a newline), row by row as it is read.  *n_rows: how many.  Reports
+ * a reply of the wrong type itself.  Returns 0 or -errno. */
+int list_write_json(sd_bus_message *reply, const struct list_view *v, FILE *f, size_t *n_rows);
+
+/* Reads a List*() reply into a table; now (CLOCK_REALTIME µs) is what ages
+ * are measured against.  Reports failures itself.  Returns 0 or -errno. */
+int list_table_from_message(sd_bus_message *reply, const struct list_view *v, uint64_t now,
+                            struct table **ret);
+
+/* Draws rows shaped like list_from_message()'s as a table (an optional
+ * field counts as present when the first row has it).  Returns 0 or
+ * -ENOMEM. */
 int list_to_table(json_t *rows, const struct list_view *v, uint64_t now, struct table **ret);
 
 struct datd_bus;

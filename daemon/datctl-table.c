@@ -16,12 +16,23 @@
 
 #define TABLE_MIN_SHRINK_WIDTH 6
 
+/* The cells are kept back to back in one buffer, each escaped and
+ * NUL-terminated, with its display width computed once: a table of
+ * 100 000 rows is a few allocations, not a million. */
+struct table_cell {
+        size_t offset;          /* into text */
+        size_t width;           /* display width */
+};
+
 struct table {
         struct table_column *columns;
         size_t n_columns;
-        char **cells;           /* row-major, escaped */
+        struct table_cell *cells;       /* row-major */
         size_t n_cells;
         size_t cap_cells;
+        char *text;
+        size_t text_len;
+        size_t text_cap;
 };
 
 struct table *table_new(const struct table_column *columns, size_t n_columns)
@@ -45,40 +56,83 @@ struct table *table_free(struct table *t)
 {
         if (!t)
                 return NULL;
-        for (size_t i = 0; i < t->n_cells; i++)
-                free(t->cells[i]);
         free(t->cells);
+        free(t->text);
         free(t->columns);
         free(t);
         return NULL;
 }
 
-int table_add(struct table *t, const char *text)
+/* Printable ASCII other than the backslash: what text_escape() leaves as
+ * it is, one column per byte. */
+static size_t plain_ascii_length(const char *s)
 {
-        char *cell;
+        size_t n = 0;
 
+        while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f && s[n] != '\\')
+                n++;
+        return s[n] == '\0' ? n : SIZE_MAX;
+}
+
+static int table_append(struct table *t, const char *cell, size_t len, size_t width)
+{
         if (t->n_cells == t->cap_cells) {
                 size_t cap = t->cap_cells ? t->cap_cells * 2 : t->n_columns * 8;
-                char **cells = reallocarray(t->cells, cap, sizeof(*cells));
+                struct table_cell *cells = reallocarray(t->cells, cap, sizeof(*cells));
 
                 if (!cells)
                         return -ENOMEM;
                 t->cells = cells;
                 t->cap_cells = cap;
         }
-        cell = text_escape(text && *text ? text : "-");
-        if (!cell)
-                return -ENOMEM;
-        t->cells[t->n_cells++] = cell;
+        if (t->text_cap - t->text_len < len + 1) {
+                size_t cap = t->text_cap ? t->text_cap : 4096;
+                char *text;
+
+                while (cap - t->text_len < len + 1)
+                        cap *= 2;
+                text = realloc(t->text, cap);
+                if (!text)
+                        return -ENOMEM;
+                t->text = text;
+                t->text_cap = cap;
+        }
+        memcpy(t->text + t->text_len, cell, len + 1);
+        t->cells[t->n_cells++] = (struct table_cell){ .offset = t->text_len, .width = width };
+        t->text_len += len + 1;
         return 0;
+}
+
+int table_add(struct table *t, const char *text)
+{
+        _cleanup_free_ char *escaped = NULL;
+        size_t len;
+
+        if (!text || !*text)
+                text = "-";
+        len = plain_ascii_length(text);
+        if (len != SIZE_MAX)
+                return table_append(t, text, len, len);
+        escaped = text_escape(text);
+        if (!escaped)
+                return -ENOMEM;
+        return table_append(t, escaped, strlen(escaped), text_width(escaped));
 }
 
 int table_addf(struct table *t, const char *fmt, ...)
 {
         _cleanup_free_ char *text = NULL;
+        char buf[128];
         va_list ap;
         int r;
 
+        va_start(ap, fmt);
+        r = vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        if ((size_t)r < sizeof(buf))
+                return table_add(t, buf);
         va_start(ap, fmt);
         r = vasprintf(&text, fmt, ap);
         va_end(ap);
@@ -146,11 +200,16 @@ static size_t text_prefix_fitting(const char *s, size_t width, size_t *used)
         return bytes;
 }
 
-static const char *table_cell(const struct table *t, size_t row, size_t col)
+static const char *table_cell(const struct table *t, size_t row, size_t col, size_t *width)
 {
         size_t i = row * t->n_columns + col;
 
-        return i < t->n_cells ? t->cells[i] : "-";
+        if (i >= t->n_cells) {
+                *width = 1;
+                return "-";
+        }
+        *width = t->cells[i].width;
+        return t->text + t->cells[i].offset;
 }
 
 static void table_fit(const struct table *t, size_t *widths, size_t max_width)
@@ -184,14 +243,21 @@ static void table_fit(const struct table *t, size_t *widths, size_t max_width)
 
 static void print_padding(FILE *f, size_t n)
 {
-        while (n-- > 0)
-                fputc(' ', f);
+        static const char spaces[] = "                                                                ";
+
+        while (n > 0) {
+                size_t chunk = n < sizeof(spaces) - 1 ? n : sizeof(spaces) - 1;
+
+                fwrite(spaces, 1, chunk, f);
+                n -= chunk;
+        }
 }
 
-static void print_cell(FILE *f, const char *text, size_t width, bool align_right, bool last,
-                       const char *ellipsis)
+/* w: the display width of text. */
+static void print_cell(FILE *f, const char *text, size_t w, size_t width, bool align_right,
+                       bool last, const char *ellipsis)
 {
-        size_t w = text_width(text), used;
+        size_t used;
 
         if (w > width) {
                 size_t ellipsis_width = text_width(ellipsis);
@@ -220,9 +286,16 @@ static void print_row(const struct table *t, FILE *f, const size_t *widths, size
 {
         for (size_t c = 0; c < t->n_columns; c++) {
                 bool last = c + 1 == t->n_columns;
-                const char *text = row == SIZE_MAX ? t->columns[c].header : table_cell(t, row, c);
+                const char *text;
+                size_t w;
 
-                print_cell(f, text, widths[c], t->columns[c].align_right, last, ellipsis);
+                if (row == SIZE_MAX) {
+                        text = t->columns[c].header;
+                        w = text_width(text);
+                } else {
+                        text = table_cell(t, row, c, &w);
+                }
+                print_cell(f, text, w, widths[c], t->columns[c].align_right, last, ellipsis);
                 fputc(last ? '\n' : ' ', f);
         }
 }
@@ -239,8 +312,9 @@ int table_print(const struct table *t, FILE *f, const struct table_print_options
                 if (o->header)
                         widths[c] = text_width(t->columns[c].header);
                 for (size_t r = 0; r < n_rows; r++) {
-                        size_t w = text_width(table_cell(t, r, c));
+                        size_t w;
 
+                        table_cell(t, r, c, &w);
                         if (w > widths[c])
                                 widths[c] = w;
                 }

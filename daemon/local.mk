@@ -58,3 +58,11 @@ daemon_datctl_SOURCES = \
 daemon_datctl_CPPFLAGS = $(AM_CPPFLAGS) -DDATCTL_SEPARATE_UNITS
 daemon_datctl_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JANSSON_CFLAGS)
 daemon_datctl_LDADD = $(SYSTEMD_LIBS) $(JANSSON_LIBS)
+
+# The data channels datd hands out (issue 5/6): the shm region is laid out by
+# libdat's own code, compiled into datd.
+daemon_datd_SOURCES += daemon/channel.c libdat/shm_link.c libdat/shm_region.c
+noinst_HEADERS += daemon/channel.h
+
+# datctl: JSON streamed for long lists (issue 7).
+daemon_datctl_SOURCES += daemon/datctl-json.c daemon/datctl-json.h

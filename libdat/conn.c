@@ -13,8 +13,11 @@
  *   Connected -peer disconnects-> Disconnected (DISCONNECTED),
  *             -peer or datd dies, link lost-> Disconnected (BROKEN)
  * Each ends with its DAT_CONNECTION_EVENT_* on the EP's connect EVD.  The
- * disconnecting side finishes its own disconnect once datd has taken the
- * DISCONNECT (there is no data path to drain yet), so datd's later event
+ * data path (dto.h) starts at ESTABLISHED and is stopped (what the peer
+ * sent is read, the rest flushes) before the EP leaves Connected; a data
+ * path that fails (an error completion, the peer gone) ends the connection
+ * BROKEN.  The disconnecting side finishes its own disconnect once its
+ * requests are done and datd has the DISCONNECT, so datd's later event
  * for that connection finds the EP Disconnected and is dropped.
  *
  * Error codes where the man pages leave room: a remote address that is
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "libdat/dto.h"
 #include "libdat/ep.h"
 #include "libdat/ep_events.h"
 #include "libdat/evd.h"
@@ -127,17 +131,51 @@ static int next_state(DAT_EP_STATE s, uint32_t event)
         }
 }
 
-void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev)
+/* The EP ev names, if it is one of ia's that ev may concern, under
+ * dat_object_lock. */
+static struct ep *event_ep_locked(struct ia *ia, const struct datp_ev_conn *ev)
 {
+        struct ep *ep = ep_lookup((DAT_EP_HANDLE)(uintptr_t)ev->ep_handle);
+
+        if (!ep || ep->obj.parent != &ia->obj || ep->obj.closing ||
+            (ep->conn_id != 0 && ep->conn_id != ev->conn_id))
+                return NULL;
+        return ep;
+}
+
+/* The end of a connection: what the peer sent before still arrives, then
+ * the data path flushes.  Returns the event to report: BROKEN when the
+ * data path had failed (an error completion) whatever datd said. */
+static uint32_t stop_data_path(struct ia *ia, const struct datp_ev_conn *ev)
+{
+        struct ep *ep;
+
+        if (ev->event != DAT_CONNECTION_EVENT_DISCONNECTED &&
+            ev->event != DAT_CONNECTION_EVENT_BROKEN)
+                return ev->event;
+        dat_object_lock();
+        ep = event_ep_locked(ia, ev);
+        dat_object_unlock();
+        if (ep && dto_ep_stop(ep))
+                return DAT_CONNECTION_EVENT_BROKEN;
+        return ev->event;
+}
+
+static void send_disconnect_nowait(struct ep *ep, uint32_t conn_id, bool graceful);
+
+void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev_in)
+{
+        struct datp_ev_conn evc = *ev_in;
+        const struct datp_ev_conn *ev = &evc;
         DAT_EVD_HANDLE evd_handle;
         DAT_COUNT pd_len;
         struct ep *ep;
         int next;
 
+        evc.event = stop_data_path(ia, ev_in);
         dat_object_lock();
-        ep = ep_lookup((DAT_EP_HANDLE)(uintptr_t)ev->ep_handle);
-        if (!ep || ep->obj.parent != &ia->obj || ep->obj.closing ||
-            (ep->conn_id != 0 && ep->conn_id != ev->conn_id)) {
+        ep = event_ep_locked(ia, ev);
+        if (!ep) {
                 dat_object_unlock();
                 dat_trace("connection %u event 0x%x for no EP of ours: dropped", ev->conn_id,
                           ev->event);
@@ -158,6 +196,18 @@ void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev)
         evd_handle = ep->connect_evd;
         trace_event(ia, ep, ev->conn_id, ev->event);
         dat_object_unlock();
+        if (next == DAT_EP_STATE_CONNECTED && dto_ep_start(ep, ev->conn_id) != DAT_SUCCESS) {
+                /* No data channel: the connection is of no use. */
+                dat_trace("EP %p, connection %u: no data channel: broken", ep->obj.handle,
+                          ev->conn_id);
+                dat_object_lock();
+                __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);
+                ep->event_pd_len = 0;
+                dat_object_unlock();
+                send_disconnect_nowait(ep, ev->conn_id, false);
+                evc.event = DAT_CONNECTION_EVENT_BROKEN;
+                pd_len = 0;
+        }
         ep_mirror_nowait(ep);
         post_conn_event(evd_handle, (DAT_EVENT_NUMBER)ev->event, ep, pd_len);
 }
@@ -200,6 +250,7 @@ void conn_ia_broken(struct ia *ia)
                 dat_object_unlock();
                 if (!ep)
                         break;
+                dto_ep_stop(ep);
                 /* No lock held: the EVD may trigger a CNO's agent. */
                 post_conn_event(evd_handle, DAT_CONNECTION_EVENT_BROKEN, ep, 0);
         }
@@ -223,6 +274,55 @@ static DAT_RETURN send_disconnect(struct ep *ep, uint32_t conn_id, bool graceful
                 return ret;
         }
         return dat_err_normalize(reply.disconnect_reply.status.dat_status);
+}
+
+static void send_disconnect_nowait(struct ep *ep, uint32_t conn_id, bool graceful)
+{
+        struct datp_disconnect req = { .hdr = { .type = DATP_DISCONNECT, .length = sizeof(req) } };
+        struct ia *ia = ep_ia(ep);
+
+        if (!conn_id)
+                return;
+        req.ia_id = ia->ia_id;
+        req.conn_id = conn_id;
+        req.flags = graceful ? DATP_CLOSE_GRACEFUL : DATP_CLOSE_ABRUPT;
+        if (datd_conn_send(&ia->conn, &req.hdr) != DAT_SUCCESS)
+                dat_trace("DISCONNECT of connection %u could not be sent", conn_id);
+}
+
+/* Ends the EP's connection here: Disconnected, the event (if it still had
+ * one to end), datd told without waiting.  From any thread. */
+static void end_connection(struct ep *ep, DAT_EVENT_NUMBER event, bool graceful)
+{
+        DAT_EVD_HANDLE evd_handle = DAT_HANDLE_NULL;
+        uint32_t conn_id = 0;
+        bool done = false;
+
+        dat_object_lock();
+        if (has_connection(ep->state) && !ep->obj.closing) {
+                __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);
+                ep->event_pd_len = 0;
+                evd_handle = ep->connect_evd;
+                conn_id = ep->conn_id;
+                done = true;
+        }
+        dat_object_unlock();
+        if (!done)
+                return;
+        send_disconnect_nowait(ep, conn_id, graceful);
+        ep_mirror_nowait(ep);
+        post_conn_event(evd_handle, event, ep, 0);
+}
+
+void conn_ep_data_failed(struct ep *ep)
+{
+        end_connection(ep, DAT_CONNECTION_EVENT_BROKEN, false);
+}
+
+void conn_finish_disconnect(struct ep *ep)
+{
+        dto_ep_stop(ep);
+        end_connection(ep, DAT_CONNECTION_EVENT_DISCONNECTED, true);
 }
 
 void conn_ep_abort(struct ep *ep)
@@ -471,10 +571,15 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
                 return ep_invalid_state(s);
         if (pending)
                 ep_mirror_nowait(ep);
+        /* dat_ep_disconnect(3DAT): a graceful disconnect lets the requests
+         * outstanding complete first; the data path finishes it then. */
+        if (pending && !dto_ep_disconnect(ep, true))
+                return DAT_SUCCESS;
+        /* Abrupt, or nothing outstanding: what is left flushes now. */
+        dto_ep_stop(ep);
         if (conn_id)
                 (void)send_disconnect(ep, conn_id, graceful);
 
-        /* No outstanding DTOs to complete yet: the disconnect is done. */
         dat_object_lock();
         if (has_connection(ep->state)) {
                 __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);

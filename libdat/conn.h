@@ -76,6 +76,12 @@ void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev);
  * DAT_ASYNC_ERROR_IA_CATASTROPHIC. */
 void conn_ia_broken(struct ia *ia);
 
+/* conn.c: for the data path (dto.h), from any thread: it failed (the EP
+ * goes Disconnected with DAT_CONNECTION_EVENT_BROKEN, datd is told), or a
+ * graceful dat_ep_disconnect that waited for the requests may finish. */
+void conn_ep_data_failed(struct ep *ep);
+void conn_finish_disconnect(struct ep *ep);
+
 /* conn.c: for dat_ep_free: aborts the EP's connection (abrupt disconnect)
  * if it has one or one is being set up; no event. */
 void conn_ep_abort(struct ep *ep);

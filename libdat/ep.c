@@ -1,8 +1,7 @@
 /* Endpoints (see ep.h): dat_ep_create, dat_ep_create_with_srq, dat_ep_query,
  * dat_ep_get_status, dat_ep_recv_query, dat_ep_set_watermark, dat_ep_reset,
  * dat_ep_free.  dat_ep_modify is in ep_modify.c, the attribute checks in
- * ep_attr.c.  Connections and the data path come in later issues: their
- * entry points check the EP handle and return DAT_NOT_IMPLEMENTED.
+ * ep_attr.c, connections in conn.c, the data path in dto*.c.
  *
  * Error codes where the man pages leave room:
  * - dat_ep_create: a PZ is required (the man page offers DAT_HANDLE_NULL
@@ -39,6 +38,7 @@
 
 #include "libdat/conn.h"
 #include "libdat/datd_object.h"
+#include "libdat/dto.h"
 #include "libdat/ep_attr.h"
 #include "libdat/ep_events.h"
 #include "libdat/evd.h"
@@ -225,7 +225,10 @@ static void ep_free_object(struct ep *ep, bool deps_held)
 /* Abrupt dat_ia_close(): datd forgets the IA's objects by itself. */
 static void ep_destroy(struct dat_object *obj)
 {
-        ep_free_object(dat_container_of(obj, struct ep, obj), true);
+        struct ep *ep = dat_container_of(obj, struct ep, obj);
+
+        dto_ep_destroy(ep);
+        ep_free_object(ep, true);
 }
 
 /* The handles and attributes a create call names, checked in argument
@@ -702,6 +705,7 @@ _public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
         ret = ep_update_datd(&next);
         if (ret != DAT_SUCCESS)
                 return ret;
+        dto_ep_reset(ep);
         dat_object_lock();
         __atomic_store_n(&ep->state, DAT_EP_STATE_UNCONNECTED, __ATOMIC_RELEASE);
         ep->recv_outstanding = 0;
@@ -763,6 +767,7 @@ _public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
          * connection setup aborts connection establishment"; a connected
          * EP is disconnected abruptly. */
         conn_ep_abort(ep);
+        dto_ep_destroy(ep);
         srq = srq_lookup(ep->srq);
         if (srq && ep->recv_outstanding > 0)
                 srq_buffers_dropped(srq, ep->recv_outstanding);
@@ -800,34 +805,3 @@ DAT_RETURN ep_test_set_outstanding(DAT_EP_HANDLE handle, DAT_COUNT recv, DAT_COU
         return DAT_SUCCESS;
 }
 
-/* The data-path entry points: a later issue (connections are in conn.c). */
-
-_public_ DAT_RETURN dat_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
-                                     DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
-                                     DAT_COMPLETION_FLAGS completion_flags)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
-                                     DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
-                                     DAT_COMPLETION_FLAGS completion_flags)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
-                                          DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
-                                          const DAT_RMR_TRIPLET *remote_iov,
-                                          DAT_COMPLETION_FLAGS completion_flags)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}
-
-_public_ DAT_RETURN dat_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
-                                           DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
-                                           const DAT_RMR_TRIPLET *remote_iov,
-                                           DAT_COMPLETION_FLAGS completion_flags)
-{
-        return dat_not_implemented_on(ep_handle, DAT_HANDLE_TYPE_EP);
-}

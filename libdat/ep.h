@@ -25,6 +25,7 @@
 #include "proto/datp.h"
 
 struct ia;
+struct dto_ep;
 
 struct ep {
         struct dat_object obj;          /* parent: the IA it was created on */
@@ -74,6 +75,9 @@ struct ep {
         bool provider_made;             /* made by libdat for a DAT_PSP_PROVIDER_FLAG request */
         DAT_COUNT event_pd_len;
         unsigned char event_pd[DATP_PRIVATE_DATA_MAX];
+
+        /* The data path (dto.h), made at the first DTO or connection. */
+        struct dto_ep *dto;
 };
 
 /* The EP a handle names, or NULL. */

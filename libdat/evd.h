@@ -87,6 +87,25 @@ void evd_destroy(struct dat_object *obj);
  * its IA's async EVD.  A dying EVD drops events: DAT_ABORT. */
 DAT_RETURN evd_post(struct evd *evd, const DAT_EVENT *event, bool notify);
 
+/* For producers that hold a lock of their own (the DTO engine): the same
+ * as evd_post, but a CNO's proxy agent and an overflow report are left in
+ * *d for evd_deferred_run once that lock is dropped.  Beyond
+ * EVD_DEFERRED_MAX notices in one batch they run at once. */
+#define EVD_DEFERRED_MAX 8
+
+struct evd_deferred {
+        struct cno_notice_slot {
+                DAT_OS_WAIT_PROXY_AGENT agent;
+                DAT_EVD_HANDLE evd;
+        } notice[EVD_DEFERRED_MAX];
+        struct evd *overflowed[EVD_DEFERRED_MAX];
+        unsigned n_notice, n_overflowed;
+};
+
+DAT_RETURN evd_post_deferred(struct evd *evd, const DAT_EVENT *event, bool notify,
+                             struct evd_deferred *d);
+void evd_deferred_run(struct evd_deferred *d);
+
 /* evd_post(evd, event, true). */
 DAT_RETURN evd_post_event(struct evd *evd, const DAT_EVENT *event);
 

@@ -30,8 +30,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "libdat/cno.h"
+#include "libdat/dto.h"
 #include "libdat/evd_wait.h"
 #include "libdat/ia.h"
 
@@ -198,6 +200,43 @@ DAT_RETURN evd_post(struct evd *evd, const DAT_EVENT *event, bool notify)
         return ret;
 }
 
+DAT_RETURN evd_post_deferred(struct evd *evd, const DAT_EVENT *event, bool notify,
+                             struct evd_deferred *d)
+{
+        struct cno_notice notice = { .evd = DAT_HANDLE_NULL };
+        bool overflow_news = false;
+        DAT_RETURN ret;
+
+        ret = ring_push(evd, event, notify, false, &overflow_news, &notice);
+        if (notice.agent.proxy_agent_func) {
+                if (d->n_notice < EVD_DEFERRED_MAX)
+                        d->notice[d->n_notice++] = (struct cno_notice_slot){ notice.agent,
+                                                                             notice.evd };
+                else
+                        cno_notice_run(&notice);
+        }
+        if (_unlikely_(overflow_news)) {
+                if (d->n_overflowed < EVD_DEFERRED_MAX)
+                        d->overflowed[d->n_overflowed++] = evd;
+                else
+                        report_overflow(evd);
+        }
+        return ret;
+}
+
+void evd_deferred_run(struct evd_deferred *d)
+{
+        for (unsigned i = 0; i < d->n_notice; i++) {
+                struct cno_notice notice = { .agent = d->notice[i].agent,
+                                             .evd = d->notice[i].evd };
+
+                cno_notice_run(&notice);
+        }
+        for (unsigned i = 0; i < d->n_overflowed; i++)
+                report_overflow(d->overflowed[i]);
+        d->n_notice = d->n_overflowed = 0;
+}
+
 DAT_RETURN evd_post_event(struct evd *evd, const DAT_EVENT *event)
 {
         return evd_post(evd, event, true);
@@ -235,6 +274,10 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
         if (!event)
                 return DAT_ERR_ARG(2);
+        /* Nothing queued: move the IA's data paths along first (the
+         * completions a polling consumer waits for come from here). */
+        if (__atomic_load_n(&evd->count, __ATOMIC_RELAXED) == 0)
+                (void)dto_evd_poll(evd);
         pthread_spin_lock(&evd->lock);
         if (evd->waiter)
                 /* dat_evd_dequeue(3DAT): a thread blocked in dat_evd_wait owns it */
@@ -244,6 +287,8 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
         else
                 ring_pop_locked(evd, event);
         pthread_spin_unlock(&evd->lock);
+        if (ret == DAT_SUCCESS)
+                dto_event_reaped(event);
         return ret;
 }
 
@@ -296,6 +341,37 @@ static DAT_RETURN wait_outcome_locked(struct evd *evd, int sleep_result, DAT_EVE
         return DAT_SUCCESS;
 }
 
+/* Before sleeping, a waiter spins a while: on the futex word, and, while
+ * the IA has data paths, moving them along itself, so that a completion
+ * that is microseconds away costs no wake-up. */
+#define WAIT_POLL_NS 50000
+
+static void spin_polling(struct evd *evd, uint32_t seen)
+{
+        uint64_t until = 0;
+
+        if (dat_word_spin(&evd->wake_seq, seen))
+                return;
+        for (unsigned i = 0;; i++) {
+                if (!dto_evd_poll(evd) && i > 0 && (i & 15) == 0) {
+                        struct timespec ts;
+                        uint64_t now;
+
+                        clock_gettime(CLOCK_MONOTONIC, &ts);
+                        now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+                        if (!until)
+                                until = now + WAIT_POLL_NS;
+                        else if (now > until)
+                                return;
+                }
+                if (__atomic_load_n(&evd->wake_seq, __ATOMIC_ACQUIRE) != seen)
+                        return;
+                if (__atomic_load_n(&dat_container_of(evd->obj.parent, struct ia, obj)->dto.n_used,
+                                    __ATOMIC_RELAXED) == 0)
+                        return;
+        }
+}
+
 /* The blocking part of dat_evd_wait: evd->waiter is set, seen is the
  * futex word read when it was. */
 static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline,
@@ -305,7 +381,7 @@ static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_
         bool done;
         int r = 0;
 
-        dat_word_spin(&evd->wake_seq, seen);
+        spin_polling(evd, seen);
         pthread_spin_lock(&evd->lock);
         for (;;) {
                 ret = wait_outcome_locked(evd, r, event, &done);
@@ -351,7 +427,10 @@ _public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
                 evd->wait_threshold = (uint32_t)threshold;
                 seen = evd->wake_seq;
                 pthread_spin_unlock(&evd->lock);
-                return wait_blocked(evd, seen, &deadline, event, n_more_events);
+                ret = wait_blocked(evd, seen, &deadline, event, n_more_events);
+                if (ret == DAT_SUCCESS)
+                        dto_event_reaped(event);
+                return ret;
         }
         if (ret == DAT_SUCCESS) {
                 /* Nothing to wait for, or no time to: the EVD is never owned. */
@@ -363,5 +442,7 @@ _public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
                         *n_more_events = (DAT_COUNT)evd->count;
         }
         pthread_spin_unlock(&evd->lock);
+        if (ret == DAT_SUCCESS)
+                dto_event_reaped(event);
         return ret;
 }

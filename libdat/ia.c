@@ -62,6 +62,7 @@ static void ia_free(struct ia *ia)
                 return;
         progress_stop(ia);
         ia_release_borrowed_evd(ia);
+        dto_ia_fini(&ia->dto);
         datd_conn_close(&ia->conn);
         dat_object_fini(&ia->obj);
         free(ia);
@@ -188,6 +189,8 @@ static DAT_RETURN ia_new(const char *name, const char *datd_name, struct ia **ou
         ret = open_in_datd(ia, datd_name);
         if (ret == DAT_SUCCESS)
                 ret = dat_object_init(&ia->obj, &ia_ops, NULL);
+        if (ret == DAT_SUCCESS && dto_ia_init(&ia->dto) < 0)
+                ret = DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         if (ret == DAT_SUCCESS)
                 ret = progress_start(ia);
         if (ret != DAT_SUCCESS) {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "libdat/datd_conn.h"
+#include "libdat/dto.h"
 #include "libdat/evd.h"
 #include "libdat/handle.h"
 #include "libdat/transport.h"
@@ -33,6 +34,7 @@ struct ia {
         struct datp_ia_info info;               /* what datd said at IA_OPEN */
         const struct transport_caps *caps;
         struct progress *progress;              /* its progress thread (progress.h) */
+        struct dto_ia dto;                      /* its running data paths (dto.h) */
 
         /* The async EVD: the one dat_ia_openv created (own_async_evd, freed
          * with the IA), or one the consumer passed (borrowed_async_evd: its

@@ -4,14 +4,15 @@
 #include "libdat/progress.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "libdat/channel.h"
 #include "libdat/conn.h"
+#include "libdat/dto.h"
 #include "libdat/ia.h"
 
 struct progress {
@@ -21,10 +22,14 @@ struct progress {
         union datp_message buf;         /* the one receive buffer */
 };
 
-/* A validated packet. */
-static void dispatch(struct ia *ia, const union datp_message *m, size_t len)
+/* A validated packet (fds: the descriptors it carried, nfds of them). */
+static void dispatch(struct ia *ia, const union datp_message *m, size_t len, int *fds,
+                     unsigned nfds)
 {
         switch (m->hdr.type) {
+        case DATP_EV_DATA_CHANNEL:
+                dto_channel_offer(ia, &m->ev_data_channel, fds, nfds);
+                return;
         case DATP_EV_CONN_REQUEST:
                 cr_dispatch(ia, &m->ev_conn_request);
                 return;
@@ -40,13 +45,16 @@ static void dispatch(struct ia *ia, const union datp_message *m, size_t len)
         }
 }
 
-/* Reads one packet; false when the connection is over. */
-static bool read_one(struct progress *p)
+/* Reads one packet; false when the connection is over.  Descriptors come
+ * only with EV_DATA_CHANNEL; any others are closed. */
+static bool read_one(void *arg)
 {
+        struct progress *p = arg;
         struct ia *ia = p->ia;
         const char *reason = NULL;
+        int fds[DATP_CHANNEL_MAX_FDS];
         unsigned nfds = 0;
-        ssize_t n = datp_recv(ia->conn.fd, &p->buf, NULL, 0, &nfds);
+        ssize_t n = datp_recv(ia->conn.fd, &p->buf, fds, DATP_CHANNEL_MAX_FDS, &nfds);
         int r;
 
         if (n == -EAGAIN || n == -EINTR)
@@ -55,14 +63,19 @@ static bool read_one(struct progress *p)
                 dat_trace("IA %s: datd closed the connection%s", ia->name, n < 0 ? " (error)" : "");
                 return false;
         }
+        if (nfds > DATP_CHANNEL_MAX_FDS)
+                nfds = DATP_CHANNEL_MAX_FDS;
         r = datp_validate(&p->buf, (size_t)n, nfds, DATP_TO_CLIENT, ia->conn.version, &reason);
         if (r < 0) {
                 /* datd does not send garbage: whoever does is not datd. */
                 dat_trace("IA %s: malformed message from datd: %s", ia->name,
                           reason ? reason : datp_decode_error_str(r));
+                channel_close_fds(fds, nfds);
                 return false;
         }
-        dispatch(ia, &p->buf, (size_t)n);
+        if (p->buf.hdr.type != DATP_EV_DATA_CHANNEL)
+                channel_close_fds(fds, nfds);
+        dispatch(ia, &p->buf, (size_t)n, fds, nfds);
         if (p->buf.hdr.type == DATP_ERROR && p->buf.error.fatal)
                 return false;
         return true;
@@ -72,22 +85,8 @@ static void *progress_main(void *arg)
 {
         struct progress *p = arg;
 
-        for (;;) {
-                struct pollfd fds[2] = {
-                        { .fd = p->ia->conn.fd, .events = POLLIN },
-                        { .fd = p->stop_fd, .events = POLLIN },
-                };
-
-                if (poll(fds, 2, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break;
-                }
-                if (fds[1].revents)
-                        return NULL;
-                if (fds[0].revents && !read_one(p))
-                        break;
-        }
+        if (dto_ia_run(p->ia, p->ia->conn.fd, p->stop_fd, read_one, p))
+                return NULL;
         /* datd is gone (or the socket failed): nothing will answer again. */
         datd_conn_hangup(&p->ia->conn);
         conn_ia_broken(p->ia);

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 
 #include "libdat/datd_object.h"
+#include "libdat/dto.h"
 #include "libdat/ep.h"
 #include "libdat/ia.h"
 #include "libdat/lmr.h"
@@ -238,7 +239,6 @@ _public_ DAT_RETURN dat_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_h
         bool unbind;
         DAT_RETURN ret;
 
-        (void)user_cookie; /* TODO(data path): carried to the completion event */
         if (!rmr)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_RMR);
         if (!lmr_triplet)
@@ -265,17 +265,12 @@ _public_ DAT_RETURN dat_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_h
         /* dat_rmr_bind(3DAT): valid on a CONNECTED or DISCONNECTED EP only */
         if (!ep_state_allows_bind(ep_state(ep)))
                 return ep_invalid_state(ep_state(ep));
-        /* TODO(data path): post the bind on the EP's request queue.
-         * rmr_bind_prepare() records it and gives the new rmr_context to
-         * return now; the transport completes it in order with the EP's
-         * other requests (fencing the Sends and RDMAs posted after it) and
-         * calls rmr_bind_complete(), then delivers a
-         * DAT_RMR_BIND_COMPLETION_EVENT with user_cookie to the EP's
-         * request EVD unless completion_flags suppress it.  On a
-         * DISCONNECTED EP the bind is flushed at once (rmr_bind_complete
-         * false, DAT_RMR_BIND_FAILURE).  Until the data path exists no EP
-         * reaches these states through the API. */
-        return DAT_ERR_NOT_IMPLEMENTED;
+        /* The bind goes on the EP's request queue: it completes in order
+         * with what was posted before it (DAT_RMR_BIND_COMPLETION_EVENT,
+         * flushed on a Disconnected EP); the new context is returned now
+         * and resolves once it completes. */
+        return dto_post_bind(ep, rmr, lmr_handle, lmr_triplet, mem_priv, va_type, user_cookie,
+                             completion_flags, context);
 }
 
 DAT_RETURN rmr_bind_prepare(struct rmr *rmr, DAT_LMR_HANDLE lmr_handle,

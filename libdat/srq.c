@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "libdat/datd_object.h"
+#include "libdat/dto.h"
 #include "libdat/ep_attr.h"
 #include "libdat/ep_events.h"
 #include "libdat/ia.h"
@@ -290,6 +291,8 @@ _public_ DAT_RETURN dat_srq_post_recv(DAT_SRQ_HANDLE srq_handle, DAT_COUNT num_s
                        (size_t)num_segments * sizeof(*local_iov));
         srq->available++;
         pthread_mutex_unlock(&srq->lock);
+        /* A Send of one of its EPs may be waiting for a buffer. */
+        dto_srq_posted(srq_ia(srq));
         return DAT_SUCCESS;
 }
 

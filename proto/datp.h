@@ -25,8 +25,9 @@
  * MSG_TRUNC, so a bigger packet is reported with its real length. */
 #define DATP_MAX_MESSAGE 4096
 
-/* Most descriptors one packet can carry (no v1 message carries any); also
- * the size of datp_recv()'s control buffer. */
+/* Most descriptors one packet can carry (only EV_DATA_CHANNEL carries any,
+ * at most DATP_CHANNEL_MAX_FDS); also the size of datp_recv()'s control
+ * buffer. */
 #define DATP_MAX_FDS 16
 
 #define DATP_NAME_MAX 256      /* == DAT_NAME_MAX_LENGTH */
@@ -55,6 +56,7 @@ enum datp_type {
         /* Connections (datd -> client events, request_id 0, no reply). */
         DATP_EV_CONN_REQUEST = 0x100,
         DATP_EV_CONN = 0x101,
+        DATP_EV_DATA_CHANNEL = 0x102,
 
         /* datd -> client, in answer to a request it could not decode (bad
          * size, unknown type, wrong version, fds attached, ...).  Carries the
@@ -437,6 +439,43 @@ struct datp_ev_conn {
         uint8_t private_data[DATP_PRIVATE_DATA_MAX];
 };
 
+/* The data channel of a connection (issue 5 and 6): how the two processes
+ * move data once datd has connected their EPs. */
+enum datp_channel_kind {
+        DATP_CHANNEL_SHM = 1,          /* same host: rings in a shared memfd */
+        DATP_CHANNEL_TCP = 2,          /* a connected TCP socket */
+};
+
+/* Descriptors an EV_DATA_CHANNEL carries, in this order:
+ *   shm: [0] the region (a sealed memfd, libdat/shm_link.h's layout, laid
+ *        out by datd), [1] this end's doorbell (an eventfd the peer writes
+ *        and this end waits on), [2] the peer's doorbell, [3] a pidfd of
+ *        the peer process (optional: nfds 3 without it);
+ *   tcp: [0] the connected socket. */
+#define DATP_CHANNEL_SHM_FDS_MIN 3
+#define DATP_CHANNEL_MAX_FDS 4
+
+/* datd -> an EP's client, just before the EV_CONN ESTABLISHED of the same
+ * connection (same conn_id and ep_handle) on the same socket: the data
+ * channel, its descriptors attached (SCM_RIGHTS, nfds of them).  The
+ * client keeps it for the EP and starts using it at ESTABLISHED; one that
+ * arrives for no pending EP is closed. */
+struct datp_ev_data_channel {
+        struct datp_header hdr;        /* request_id 0 */
+        uint32_t ia_id;
+        uint32_t conn_id;
+        uint64_t ep_handle;
+        uint32_t kind;                 /* enum datp_channel_kind */
+        uint32_t nfds;                 /* == descriptors attached: shm 3 or 4, tcp 1 */
+        uint64_t region_size;          /* shm: bytes of the memfd; tcp: 0 */
+        uint32_t ring_size;            /* shm: data bytes of each direction's ring; tcp: 0 */
+        uint32_t side;                 /* shm: 0 or 1, this end produces ring `side`; tcp: 0 */
+        int32_t peer_pid;              /* the peer process when on this host, else 0 */
+        uint32_t peer_uid;             /* its user, when peer_pid != 0 */
+        uint32_t flags;                /* none defined; 0 */
+        uint32_t reserved;             /* 0 */
+};
+
 /* ---- ERROR ------------------------------------------------------------- */
 struct datp_error {
         struct datp_header hdr;
@@ -480,6 +519,7 @@ union datp_message {
         struct datp_disconnect_reply disconnect_reply;
         struct datp_ev_conn_request ev_conn_request;
         struct datp_ev_conn ev_conn;
+        struct datp_ev_data_channel ev_data_channel;
         struct datp_error error;
         unsigned char bytes[DATP_MAX_MESSAGE];
 };

@@ -212,6 +212,21 @@ assert_offset(struct datp_ev_conn, event, 32);
 assert_offset(struct datp_ev_conn, pd_len, 36);
 assert_offset(struct datp_ev_conn, private_data, 40);
 
+assert_size(struct datp_ev_data_channel, 72);
+assert_offset(struct datp_ev_data_channel, ia_id, 16);
+assert_offset(struct datp_ev_data_channel, conn_id, 20);
+assert_offset(struct datp_ev_data_channel, ep_handle, 24);
+assert_offset(struct datp_ev_data_channel, kind, 32);
+assert_offset(struct datp_ev_data_channel, nfds, 36);
+assert_offset(struct datp_ev_data_channel, region_size, 40);
+assert_offset(struct datp_ev_data_channel, ring_size, 48);
+assert_offset(struct datp_ev_data_channel, side, 52);
+assert_offset(struct datp_ev_data_channel, peer_pid, 56);
+assert_offset(struct datp_ev_data_channel, peer_uid, 60);
+assert_offset(struct datp_ev_data_channel, flags, 64);
+assert_offset(struct datp_ev_data_channel, reserved, 68);
+_Static_assert(DATP_CHANNEL_MAX_FDS <= DATP_MAX_FDS, "a data channel fits datp_recv()'s buffer");
+
 assert_size(struct datp_error, 192);
 assert_offset(struct datp_error, status, 16);
 assert_offset(struct datp_error, bad_type, 24);

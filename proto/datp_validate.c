@@ -32,6 +32,7 @@ struct datp_type_rule {
         uint16_t type;
         enum datp_direction dir;  /* the side that receives it */
         bool before_hello;        /* may arrive while no version is negotiated */
+        bool fds;                 /* carries descriptors (EV_DATA_CHANNEL only) */
         size_t size;
         const char *name;
         datp_check_fn check;
@@ -596,70 +597,136 @@ static int check_ev_conn(const union datp_message *m, const char **reason)
         return check_private_data(e->pd_len, e->private_data, reason);
 }
 
+/* Ring sizes of a shm data channel: powers of two in [4 KiB, 64 MiB]
+ * (libdat/shm_link.h, SHM_LINK_RING_MIN/MAX; proto/ does not include it).
+ * How region_size follows from ring_size is libdat's to check when it
+ * attaches (shm_link_attach): here only that it can hold two such rings. */
+#define DATP_CHANNEL_RING_MIN 4096u
+#define DATP_CHANNEL_RING_MAX (64u << 20)
+
+static int check_ev_data_channel(const union datp_message *m, const char **reason)
+{
+        const struct datp_ev_data_channel *e = &m->ev_data_channel;
+        int r = check_event_header(&e->hdr, reason);
+
+        if (r < 0)
+                return r;
+        if (e->conn_id == 0 || e->ep_handle == 0)
+                return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: conn_id or ep_handle 0");
+        if (e->flags != 0 || e->reserved != 0)
+                return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: flags or reserved not zero");
+        if (e->peer_pid < 0 || (e->peer_pid == 0 && e->peer_uid != 0))
+                return refuse(reason, DATP_E_FIELD,
+                              "EV_DATA_CHANNEL: peer_pid negative, or a peer_uid without it");
+        switch (e->kind) {
+        case DATP_CHANNEL_SHM:
+                if (e->nfds < DATP_CHANNEL_SHM_FDS_MIN || e->nfds > DATP_CHANNEL_MAX_FDS)
+                        return refuse(reason, DATP_E_FIELD,
+                                      "EV_DATA_CHANNEL: shm with neither 3 nor 4 descriptors");
+                if (e->side > 1)
+                        return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: side neither 0 nor 1");
+                if (e->ring_size < DATP_CHANNEL_RING_MIN || e->ring_size > DATP_CHANNEL_RING_MAX ||
+                    (e->ring_size & (e->ring_size - 1)) != 0)
+                        return refuse(reason, DATP_E_FIELD,
+                                      "EV_DATA_CHANNEL: ring_size not a power of two in [4 KiB, 64 MiB]");
+                if (e->region_size <= 2 * (uint64_t) e->ring_size ||
+                    e->region_size > 4 * (uint64_t) DATP_CHANNEL_RING_MAX)
+                        return refuse(reason, DATP_E_FIELD,
+                                      "EV_DATA_CHANNEL: region_size cannot hold the two rings");
+                return DATP_OK;
+        case DATP_CHANNEL_TCP:
+                if (e->nfds != 1)
+                        return refuse(reason, DATP_E_FIELD,
+                                      "EV_DATA_CHANNEL: tcp with other than 1 descriptor");
+                if (e->region_size != 0 || e->ring_size != 0 || e->side != 0)
+                        return refuse(reason, DATP_E_FIELD,
+                                      "EV_DATA_CHANNEL: tcp with shm fields set");
+                return DATP_OK;
+        default:
+                return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: kind neither shm nor tcp");
+        }
+}
+
+/* The descriptors attached: none, except on a type that carries them, and
+ * then exactly as many as the message says (read before its other fields). */
+static int check_fds(const struct datp_type_rule *rule, const union datp_message *m, unsigned nfds,
+                     const char **reason)
+{
+        if (!rule->fds)
+                return nfds == 0 ? DATP_OK
+                                 : refuse(reason, DATP_E_FDS, "file descriptors attached");
+        if (nfds == 0 || nfds > DATP_CHANNEL_MAX_FDS || m->ev_data_channel.nfds != nfds)
+                return refuse(reason, DATP_E_FDS,
+                              "EV_DATA_CHANNEL: descriptors attached differ from its nfds");
+        return DATP_OK;
+}
+
 #define REPLY(t) ((uint16_t) ((t) | DATP_REPLY))
 
 static const struct datp_type_rule rules[] = {
-        { DATP_HELLO, DATP_TO_DAEMON, true, sizeof(struct datp_hello),
+        { DATP_HELLO, DATP_TO_DAEMON, true, false, sizeof(struct datp_hello),
           "HELLO", check_hello },
-        { REPLY(DATP_HELLO), DATP_TO_CLIENT, true, sizeof(struct datp_hello_reply),
+        { REPLY(DATP_HELLO), DATP_TO_CLIENT, true, false, sizeof(struct datp_hello_reply),
           "HELLO reply", check_hello_reply },
-        { DATP_IA_OPEN, DATP_TO_DAEMON, false, sizeof(struct datp_ia_open),
+        { DATP_IA_OPEN, DATP_TO_DAEMON, false, false, sizeof(struct datp_ia_open),
           "IA_OPEN", check_ia_open },
-        { REPLY(DATP_IA_OPEN), DATP_TO_CLIENT, false, sizeof(struct datp_ia_open_reply),
+        { REPLY(DATP_IA_OPEN), DATP_TO_CLIENT, false, false, sizeof(struct datp_ia_open_reply),
           "IA_OPEN reply", check_ia_open_reply },
-        { DATP_IA_CLOSE, DATP_TO_DAEMON, false, sizeof(struct datp_ia_close),
+        { DATP_IA_CLOSE, DATP_TO_DAEMON, false, false, sizeof(struct datp_ia_close),
           "IA_CLOSE", check_ia_close },
-        { REPLY(DATP_IA_CLOSE), DATP_TO_CLIENT, false, sizeof(struct datp_ia_close_reply),
+        { REPLY(DATP_IA_CLOSE), DATP_TO_CLIENT, false, false, sizeof(struct datp_ia_close_reply),
           "IA_CLOSE reply", check_reply_status },
-        { DATP_IA_QUERY, DATP_TO_DAEMON, false, sizeof(struct datp_ia_query),
+        { DATP_IA_QUERY, DATP_TO_DAEMON, false, false, sizeof(struct datp_ia_query),
           "IA_QUERY", check_ia_query },
-        { REPLY(DATP_IA_QUERY), DATP_TO_CLIENT, false, sizeof(struct datp_ia_query_reply),
+        { REPLY(DATP_IA_QUERY), DATP_TO_CLIENT, false, false, sizeof(struct datp_ia_query_reply),
           "IA_QUERY reply", check_ia_query_reply },
-        { DATP_OBJ_CREATE, DATP_TO_DAEMON, false, sizeof(struct datp_obj_create),
+        { DATP_OBJ_CREATE, DATP_TO_DAEMON, false, false, sizeof(struct datp_obj_create),
           "OBJ_CREATE", check_obj_create },
-        { REPLY(DATP_OBJ_CREATE), DATP_TO_CLIENT, false, sizeof(struct datp_obj_create_reply),
+        { REPLY(DATP_OBJ_CREATE), DATP_TO_CLIENT, false, false, sizeof(struct datp_obj_create_reply),
           "OBJ_CREATE reply", check_obj_create_reply },
-        { DATP_OBJ_UPDATE, DATP_TO_DAEMON, false, sizeof(struct datp_obj_update),
+        { DATP_OBJ_UPDATE, DATP_TO_DAEMON, false, false, sizeof(struct datp_obj_update),
           "OBJ_UPDATE", check_obj_update },
-        { REPLY(DATP_OBJ_UPDATE), DATP_TO_CLIENT, false, sizeof(struct datp_obj_update_reply),
+        { REPLY(DATP_OBJ_UPDATE), DATP_TO_CLIENT, false, false, sizeof(struct datp_obj_update_reply),
           "OBJ_UPDATE reply", check_reply_status },
-        { DATP_OBJ_DESTROY, DATP_TO_DAEMON, false, sizeof(struct datp_obj_destroy),
+        { DATP_OBJ_DESTROY, DATP_TO_DAEMON, false, false, sizeof(struct datp_obj_destroy),
           "OBJ_DESTROY", check_obj_destroy },
-        { REPLY(DATP_OBJ_DESTROY), DATP_TO_CLIENT, false, sizeof(struct datp_obj_destroy_reply),
+        { REPLY(DATP_OBJ_DESTROY), DATP_TO_CLIENT, false, false, sizeof(struct datp_obj_destroy_reply),
           "OBJ_DESTROY reply", check_reply_status },
-        { DATP_LISTEN, DATP_TO_DAEMON, false, sizeof(struct datp_listen),
+        { DATP_LISTEN, DATP_TO_DAEMON, false, false, sizeof(struct datp_listen),
           "LISTEN", check_listen },
-        { REPLY(DATP_LISTEN), DATP_TO_CLIENT, false, sizeof(struct datp_listen_reply),
+        { REPLY(DATP_LISTEN), DATP_TO_CLIENT, false, false, sizeof(struct datp_listen_reply),
           "LISTEN reply", check_listen_reply },
-        { DATP_UNLISTEN, DATP_TO_DAEMON, false, sizeof(struct datp_unlisten),
+        { DATP_UNLISTEN, DATP_TO_DAEMON, false, false, sizeof(struct datp_unlisten),
           "UNLISTEN", check_nothing },
-        { REPLY(DATP_UNLISTEN), DATP_TO_CLIENT, false, sizeof(struct datp_unlisten_reply),
+        { REPLY(DATP_UNLISTEN), DATP_TO_CLIENT, false, false, sizeof(struct datp_unlisten_reply),
           "UNLISTEN reply", check_reply_status },
-        { DATP_CONNECT, DATP_TO_DAEMON, false, sizeof(struct datp_connect),
+        { DATP_CONNECT, DATP_TO_DAEMON, false, false, sizeof(struct datp_connect),
           "CONNECT", check_connect },
-        { REPLY(DATP_CONNECT), DATP_TO_CLIENT, false, sizeof(struct datp_connect_reply),
+        { REPLY(DATP_CONNECT), DATP_TO_CLIENT, false, false, sizeof(struct datp_connect_reply),
           "CONNECT reply", check_connect_reply },
-        { DATP_CR_ACCEPT, DATP_TO_DAEMON, false, sizeof(struct datp_cr_accept),
+        { DATP_CR_ACCEPT, DATP_TO_DAEMON, false, false, sizeof(struct datp_cr_accept),
           "CR_ACCEPT", check_cr_accept },
-        { REPLY(DATP_CR_ACCEPT), DATP_TO_CLIENT, false, sizeof(struct datp_cr_accept_reply),
+        { REPLY(DATP_CR_ACCEPT), DATP_TO_CLIENT, false, false, sizeof(struct datp_cr_accept_reply),
           "CR_ACCEPT reply", check_cr_accept_reply },
-        { DATP_CR_REJECT, DATP_TO_DAEMON, false, sizeof(struct datp_cr_reject),
+        { DATP_CR_REJECT, DATP_TO_DAEMON, false, false, sizeof(struct datp_cr_reject),
           "CR_REJECT", check_cr_reject },
-        { REPLY(DATP_CR_REJECT), DATP_TO_CLIENT, false, sizeof(struct datp_cr_reject_reply),
+        { REPLY(DATP_CR_REJECT), DATP_TO_CLIENT, false, false, sizeof(struct datp_cr_reject_reply),
           "CR_REJECT reply", check_reply_status },
-        { DATP_CR_HANDOFF, DATP_TO_DAEMON, false, sizeof(struct datp_cr_handoff),
+        { DATP_CR_HANDOFF, DATP_TO_DAEMON, false, false, sizeof(struct datp_cr_handoff),
           "CR_HANDOFF", check_nothing },
-        { REPLY(DATP_CR_HANDOFF), DATP_TO_CLIENT, false, sizeof(struct datp_cr_handoff_reply),
+        { REPLY(DATP_CR_HANDOFF), DATP_TO_CLIENT, false, false, sizeof(struct datp_cr_handoff_reply),
           "CR_HANDOFF reply", check_reply_status },
-        { DATP_DISCONNECT, DATP_TO_DAEMON, false, sizeof(struct datp_disconnect),
+        { DATP_DISCONNECT, DATP_TO_DAEMON, false, false, sizeof(struct datp_disconnect),
           "DISCONNECT", check_disconnect },
-        { REPLY(DATP_DISCONNECT), DATP_TO_CLIENT, false, sizeof(struct datp_disconnect_reply),
+        { REPLY(DATP_DISCONNECT), DATP_TO_CLIENT, false, false, sizeof(struct datp_disconnect_reply),
           "DISCONNECT reply", check_reply_status },
-        { DATP_EV_CONN_REQUEST, DATP_TO_CLIENT, false, sizeof(struct datp_ev_conn_request),
+        { DATP_EV_CONN_REQUEST, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_conn_request),
           "EV_CONN_REQUEST", check_ev_conn_request },
-        { DATP_EV_CONN, DATP_TO_CLIENT, false, sizeof(struct datp_ev_conn),
+        { DATP_EV_CONN, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_conn),
           "EV_CONN", check_ev_conn },
-        { DATP_ERROR, DATP_TO_CLIENT, true, sizeof(struct datp_error),
+        { DATP_EV_DATA_CHANNEL, DATP_TO_CLIENT, false, true, sizeof(struct datp_ev_data_channel),
+          "EV_DATA_CHANNEL", check_ev_data_channel },
+        { DATP_ERROR, DATP_TO_CLIENT, true, false, sizeof(struct datp_error),
           "ERROR", check_error },
 };
 
@@ -739,8 +806,9 @@ static int validate_aligned(const union datp_message *m, size_t len, unsigned nf
                 return r;
         if (len != rule->size)
                 return refuse(reason, DATP_E_SIZE, "wrong size for the message type");
-        if (nfds != 0)
-                return refuse(reason, DATP_E_FDS, "file descriptors attached");
+        r = check_fds(rule, m, nfds, reason);
+        if (r < 0)
+                return r;
         return rule->check(m, reason);
 }
 

@@ -3,7 +3,8 @@
  * build does not speak), with and without descriptors, aligned and not.
  * Besides "no crash, no out-of-bounds read", it aborts on an accepted
  * message that breaks the framing rules: exact size for its type, header
- * length equal to the bytes, no descriptors. */
+ * length equal to the bytes, no descriptors except on EV_DATA_CHANNEL
+ * (exactly its nfds). */
 #include "config.h"
 
 #include <stdint.h>
@@ -17,10 +18,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void check_accepted(const uint8_t *data, size_t size, unsigned nfds)
 {
         struct datp_header hdr;
+        struct datp_ev_data_channel ch;
 
         memcpy(&hdr, data, sizeof(hdr));
-        if (nfds != 0 || hdr.magic != DATP_MAGIC || hdr.length != size ||
-            datp_message_size(hdr.type) != size)
+        if (hdr.magic != DATP_MAGIC || hdr.length != size || datp_message_size(hdr.type) != size)
+                abort();
+        if (hdr.type != DATP_EV_DATA_CHANNEL) {
+                if (nfds != 0)
+                        abort();
+                return;
+        }
+        memcpy(&ch, data, sizeof(ch));
+        if (nfds == 0 || nfds > DATP_CHANNEL_MAX_FDS || ch.nfds != nfds)
                 abort();
 }
 
@@ -31,7 +40,7 @@ static void validate_all_states(const uint8_t *data, size_t size)
 
         for (size_t v = 0; v < sizeof(versions) / sizeof(versions[0]); v++)
                 for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++)
-                        for (unsigned nfds = 0; nfds <= 1; nfds++) {
+                        for (unsigned nfds = 0; nfds <= DATP_CHANNEL_MAX_FDS; nfds++) {
                                 const char *reason = NULL;
                                 int r = datp_validate(data, size, nfds, dirs[d], versions[v], &reason);
 

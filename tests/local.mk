@@ -23,3 +23,4 @@ endif
 include tests/netns/local.mk
 include tests/conn/local.mk
 include tests/shm/local.mk
+include tests/dto/local.mk

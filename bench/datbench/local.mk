@@ -1,7 +1,11 @@
-# bench/datbench: benchmarks of libdat + datd over the public DAT API.
-# Built with everything else (-Werror), never run by `make check`.
-# See the comment at the top of each program.
+# bench/datbench: datbench, the benchmark of libdat + datd over the public DAT
+# API (see bench/README.md and datbench.h).  Installed, so that users can
+# measure their own deployment; never run by `make check`.
 
-noinst_PROGRAMS += bench/datbench/conn_rate
-bench_datbench_conn_rate_SOURCES = bench/datbench/conn_rate.c
-bench_datbench_conn_rate_LDADD = bench/common/libbench.la libdat/libdat2.la
+bin_PROGRAMS += bench/datbench/datbench
+bench_datbench_datbench_SOURCES = \
+	bench/datbench/datbench.c bench/datbench/datbench.h \
+	bench/datbench/datbench-dto.c \
+	bench/datbench/conn_rate.c \
+	bench/datbench/scale.c
+bench_datbench_datbench_LDADD = bench/common/libbench.la libdat/libdat2.la

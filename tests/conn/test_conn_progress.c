@@ -33,11 +33,39 @@ static struct fake {
         union datp_message early;
 } fk;
 
-static void fake_send(const void *msg)
+static void fake_send_raw(const void *msg)
 {
         const struct datp_header *h = msg;
 
         cr_assert_eq(send(fk.fd, msg, h->length, MSG_NOSIGNAL), (ssize_t)h->length);
+}
+
+/* datd hands every connection a data channel right before ESTABLISHED
+ * (proto/datp.h, EV_DATA_CHANNEL): the fake gives a stream socketpair,
+ * whose other end it keeps until the test ends. */
+static void fake_send(const void *msg)
+{
+        const union datp_message *m = msg;
+
+        if (m->hdr.type == DATP_EV_CONN && m->ev_conn.event == DAT_CONNECTION_EVENT_ESTABLISHED) {
+                union datp_message ch;
+                int sv[2];
+
+                memset(&ch, 0, sizeof(ch));
+                datp_header_init(&ch.hdr, DATP_EV_DATA_CHANNEL, DATP_VERSION_MAX,
+                                 sizeof(ch.ev_data_channel), 0);
+                ch.ev_data_channel.ia_id = m->ev_conn.ia_id;
+                ch.ev_data_channel.conn_id = m->ev_conn.conn_id;
+                ch.ev_data_channel.ep_handle = m->ev_conn.ep_handle;
+                ch.ev_data_channel.kind = DATP_CHANNEL_TCP;
+                ch.ev_data_channel.nfds = 1;
+                cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+                cr_assert_eq(datp_send(fk.fd, &ch.hdr, &sv[0], 1), 0);
+                close(sv[0]);
+                /* Kept open for the test's life: the EP's peer. */
+                (void)sv[1];
+        }
+        fake_send_raw(msg);
 }
 
 /* From the fake's thread: the test may have hung up under it. */
@@ -271,6 +299,19 @@ Test(progress, established_event_reaches_the_named_ep)
         cr_assert_eq(ev.event_data.connect_event_data.private_data_size, 5);
         cr_expect_eq(memcmp(ev.event_data.connect_event_data.private_data, "\1\2\3\4\5", 5), 0);
         cr_expect_eq(ep_state_of(ep), DAT_EP_STATE_CONNECTED);
+}
+
+/* ESTABLISHED without a data channel (datd could not make one): the
+ * connection is of no use, the EP ends Disconnected with BROKEN. */
+Test(progress, established_without_a_data_channel_is_broken)
+{
+        union datp_message m;
+        DAT_EP_HANDLE ep = connecting_ep();
+
+        ev_conn(&m, ep, 9, DAT_CONNECTION_EVENT_ESTABLISHED, 0);
+        fake_send_raw(&m);
+        expect_event(s.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
+        cr_expect_eq(ep_state_of(ep), DAT_EP_STATE_DISCONNECTED);
 }
 
 /* An event that arrives before the reply to the request that caused it

@@ -204,6 +204,26 @@ static int read_endpoint(sd_bus_message *reply, void *row)
         return r;
 }
 
+static int read_connection(sd_bus_message *reply, void *row)
+{
+        struct bus_connection *c = row;
+        const char *command, *ia, *role, *local, *remote, *state;
+        int r = sd_bus_message_read(reply, "(utussssststttut)", &c->id, &c->client_id, &c->pid,
+                                    &command, &ia, &role, &local, &remote, &c->remote_conn_qual,
+                                    &state, &c->age_usec, &c->bytes_sent, &c->bytes_received,
+                                    &c->peer_pid, &c->shm_bytes);
+
+        if (r > 0) {
+                copy_string(c->command, sizeof(c->command), command);
+                copy_string(c->ia, sizeof(c->ia), ia);
+                copy_string(c->role, sizeof(c->role), role);
+                copy_string(c->local_address, sizeof(c->local_address), local);
+                copy_string(c->remote_address, sizeof(c->remote_address), remote);
+                copy_string(c->state, sizeof(c->state), state);
+        }
+        return r;
+}
+
 /* Reads rows of a List*() reply: each into rows[i] (of size bytes) while
  * there is room, else into a scratch row; counts them in *n. */
 static int list_rows(sd_bus *bus, const char *method, const char *row_type, void *rows,
@@ -211,8 +231,11 @@ static int list_rows(sd_bus *bus, const char *method, const char *row_type, void
                      int (*read)(sd_bus_message *reply, void *row))
 {
         sd_bus_message *reply = NULL;
-        char scratch[sizeof(struct bus_object) > sizeof(struct bus_endpoint)
-                     ? sizeof(struct bus_object) : sizeof(struct bus_endpoint)];
+        union {
+                struct bus_object o;
+                struct bus_endpoint e;
+                struct bus_connection c;
+        } scratch;
         int r;
 
         *n = 0;
@@ -220,7 +243,7 @@ static int list_rows(sd_bus *bus, const char *method, const char *row_type, void
         if (r < 0)
                 return r;
         r = sd_bus_message_enter_container(reply, 'a', row_type);
-        while (r >= 0 && (r = read(reply, *n < max ? (char *) rows + *n * size : scratch)) > 0)
+        while (r >= 0 && (r = read(reply, *n < max ? (char *) rows + *n * size : (void *) &scratch)) > 0)
                 (*n)++;
         sd_bus_message_unref(reply);
         return r < 0 ? r : 0;
@@ -236,4 +259,10 @@ int bus_list_endpoints(sd_bus *bus, struct bus_endpoint *rows, size_t max, size_
 {
         return list_rows(bus, "ListEndpoints", "(tussttsuuuuuu)", rows, sizeof(*rows), max, n,
                          read_endpoint);
+}
+
+int bus_list_connections(sd_bus *bus, struct bus_connection *rows, size_t max, size_t *n)
+{
+        return list_rows(bus, "ListConnections", "(utussssststttut)", rows, sizeof(*rows), max, n,
+                         read_connection);
 }

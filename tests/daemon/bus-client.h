@@ -62,9 +62,29 @@ struct bus_endpoint {
         uint32_t id;
 };
 
-/* ListObjects() / ListEndpoints(): the first max rows into rows (may be NULL
+/* One row of ListConnections(). */
+struct bus_connection {
+        uint32_t id;
+        uint64_t client_id;
+        uint32_t pid;
+        char command[64];
+        char ia[64];
+        char role[16];
+        char local_address[64];
+        char remote_address[64];
+        uint64_t remote_conn_qual;
+        char state[16];
+        uint64_t age_usec;
+        uint64_t bytes_sent;
+        uint64_t bytes_received;
+        uint32_t peer_pid;
+        uint64_t shm_bytes;
+};
+
+/* ListObjects() / ListEndpoints() / ListConnections(): the first max rows into rows (may be NULL
  * with max 0), and how many rows there were in *n. */
 int bus_list_objects(sd_bus *bus, struct bus_object *rows, size_t max, size_t *n);
 int bus_list_endpoints(sd_bus *bus, struct bus_endpoint *rows, size_t max, size_t *n);
+int bus_list_connections(sd_bus *bus, struct bus_connection *rows, size_t max, size_t *n);
 
 #endif

@@ -45,45 +45,86 @@ int cc_open(struct cc *c, const char *socket_path, const char *ia_name)
         return 0;
 }
 
+static void close_event_fds(struct cc_event *e)
+{
+        for (unsigned i = 0; i < e->nfds; i++)
+                if (e->fds[i] >= 0)
+                        close(e->fds[i]);
+        e->nfds = 0;
+}
+
 void cc_close(struct cc *c)
 {
         if (c->fd >= 0)
                 close(c->fd);
         c->fd = -1;
+        for (unsigned i = 0; c->queue && i < c->n_queued; i++)
+                close_event_fds(&c->queue[i]);
+        c->n_queued = 0;
         free(c->queue);
         c->queue = NULL;
 }
 
-/* One valid packet from datd within the time left. */
-static int receive(struct cc *c, union datp_message *msg, long deadline)
+/* One valid packet from datd within the time left, with its descriptors
+ * (EV_DATA_CHANNEL: the codec libdat uses checks their count). */
+static int receive(struct cc *c, struct cc_event *e, long deadline)
 {
+        struct pollfd p = { .fd = c->fd, .events = POLLIN };
         long left = deadline - now_ms();
         ssize_t n;
+        int r;
 
         if (left < 0)
                 left = 0;
-        n = raw_recv(c->fd, msg, (int) left);
+        do
+                r = poll(&p, 1, (int) left);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return -errno;
+        if (r == 0)
+                return -ETIMEDOUT;
+        n = datp_recv(c->fd, &e->msg, e->fds, DATP_CHANNEL_MAX_FDS, &e->nfds);
+        if (n == -ECONNRESET || n == 0)
+                return -ECONNRESET;
         if (n < 0)
                 return (int) n;
-        if (n == 0)
-                return -ECONNRESET;
-        if (datp_validate(msg, (size_t) n, 0, DATP_TO_CLIENT, 1, NULL) < 0)
+        e->seq = ++c->seq;
+        if (e->nfds > DATP_CHANNEL_MAX_FDS)
+                e->nfds = DATP_CHANNEL_MAX_FDS;     /* the rest were closed by datp_recv() */
+        if (datp_validate(&e->msg, (size_t) n, e->nfds, DATP_TO_CLIENT, 1, NULL) < 0) {
+                close_event_fds(e);
                 return -EBADMSG;
+        }
         return 0;
 }
 
-static int enqueue(struct cc *c, const union datp_message *msg)
+static bool is_event(uint16_t type)
 {
-        if (c->n_queued >= CC_QUEUE)
+        return type == DATP_EV_CONN || type == DATP_EV_CONN_REQUEST || type == DATP_EV_DATA_CHANNEL;
+}
+
+/* Queues an event; a data channel nobody keeps is counted and closed. */
+static int enqueue(struct cc *c, struct cc_event *e)
+{
+        if (e->msg.hdr.type == DATP_EV_DATA_CHANNEL) {
+                c->n_channels++;
+                if (!c->keep_channels) {
+                        close_event_fds(e);
+                        return 0;
+                }
+        }
+        if (c->n_queued >= CC_QUEUE) {
+                close_event_fds(e);
                 return -ENOBUFS;
-        memcpy(&c->queue[c->n_queued++], msg, msg->hdr.length);
+        }
+        c->queue[c->n_queued++] = *e;
         return 0;
 }
 
 int cc_call(struct cc *c, struct datp_header *req, void *reply, size_t size)
 {
         long deadline = now_ms() + RAW_TIMEOUT_MS;
-        union datp_message msg;
+        struct cc_event e;
         int r;
 
         req->request_id = c->next_request_id++;
@@ -91,53 +132,87 @@ int cc_call(struct cc *c, struct datp_header *req, void *reply, size_t size)
         if (r < 0)
                 return r;
         for (;;) {
-                r = receive(c, &msg, deadline);
+                r = receive(c, &e, deadline);
                 if (r < 0)
                         return r;
-                if (msg.hdr.type == DATP_EV_CONN || msg.hdr.type == DATP_EV_CONN_REQUEST) {
-                        r = enqueue(c, &msg);
+                if (is_event(e.msg.hdr.type)) {
+                        r = enqueue(c, &e);
                         if (r < 0)
                                 return r;
                         continue;
                 }
-                if (msg.hdr.type == DATP_ERROR)
+                if (e.msg.hdr.type == DATP_ERROR)
                         return -EPROTO;
-                if (msg.hdr.type != (req->type | DATP_REPLY) || msg.hdr.request_id != req->request_id ||
-                    msg.hdr.length != size)
+                if (e.msg.hdr.type != (req->type | DATP_REPLY) ||
+                    e.msg.hdr.request_id != req->request_id || e.msg.hdr.length != size)
                         return -EBADMSG;
-                memcpy(reply, &msg, size);
+                memcpy(reply, &e.msg, size);
                 return 0;
+        }
+}
+
+/* The first queued event of this type, else the next that arrives (queuing
+ * the others); its descriptors stay in *out. */
+static int take_event(struct cc *c, uint16_t type, struct cc_event *out, int timeout_ms)
+{
+        long deadline = now_ms() + timeout_ms;
+        int r;
+
+        for (unsigned i = 0; i < c->n_queued; i++)
+                if (c->queue[i].msg.hdr.type == type) {
+                        *out = c->queue[i];
+                        memmove(&c->queue[i], &c->queue[i + 1],
+                                (c->n_queued - i - 1) * sizeof(*c->queue));
+                        c->n_queued--;
+                        c->last_seq = out->seq;
+                        return 0;
+                }
+        for (;;) {
+                r = receive(c, out, deadline);
+                if (r < 0)
+                        return r;
+                if (out->msg.hdr.type == type &&
+                    (type != DATP_EV_DATA_CHANNEL || c->keep_channels)) {
+                        if (type == DATP_EV_DATA_CHANNEL)
+                                c->n_channels++;
+                        c->last_seq = out->seq;
+                        return 0;
+                }
+                if (!is_event(out->msg.hdr.type)) {
+                        close_event_fds(out);
+                        return -EBADMSG;
+                }
+                r = enqueue(c, out);
+                if (r < 0)
+                        return r;
         }
 }
 
 int cc_event(struct cc *c, uint16_t type, union datp_message *ev, int timeout_ms)
 {
-        long deadline = now_ms() + timeout_ms;
-        union datp_message msg;
-        int r;
+        struct cc_event e;
+        int r = take_event(c, type, &e, timeout_ms);
 
-        for (unsigned i = 0; i < c->n_queued; i++)
-                if (c->queue[i].hdr.type == type) {
-                        memcpy(ev, &c->queue[i], c->queue[i].hdr.length);
-                        memmove(&c->queue[i], &c->queue[i + 1],
-                                (c->n_queued - i - 1) * sizeof(*c->queue));
-                        c->n_queued--;
-                        return 0;
-                }
-        for (;;) {
-                r = receive(c, &msg, deadline);
-                if (r < 0)
-                        return r;
-                if (msg.hdr.type == type) {
-                        memcpy(ev, &msg, msg.hdr.length);
-                        return 0;
-                }
-                if (msg.hdr.type != DATP_EV_CONN && msg.hdr.type != DATP_EV_CONN_REQUEST)
-                        return -EBADMSG;
-                r = enqueue(c, &msg);
-                if (r < 0)
-                        return r;
-        }
+        if (r < 0)
+                return r;
+        close_event_fds(&e);
+        memcpy(ev, &e.msg, e.msg.hdr.length);
+        return 0;
+}
+
+int cc_channel(struct cc *c, union datp_message *ev, int *fds, int timeout_ms)
+{
+        struct cc_event e;
+        int r = take_event(c, DATP_EV_DATA_CHANNEL, &e, timeout_ms);
+
+        for (unsigned i = 0; i < DATP_CHANNEL_MAX_FDS; i++)
+                fds[i] = -1;
+        if (r < 0)
+                return r;
+        memcpy(ev, &e.msg, e.msg.hdr.length);
+        for (unsigned i = 0; i < e.nfds; i++)
+                fds[i] = e.fds[i];
+        return 0;
 }
 
 int cc_no_event(struct cc *c, uint16_t type, int timeout_ms)

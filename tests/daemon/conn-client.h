@@ -6,6 +6,7 @@
 #ifndef DATD_TESTS_DAEMON_CONN_CLIENT_H
 #define DATD_TESTS_DAEMON_CONN_CLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -13,12 +14,28 @@
 
 #define CC_QUEUE 64
 
+/* A queued event, with the descriptors it carried (EV_DATA_CHANNEL). */
+struct cc_event {
+        union datp_message msg;
+        unsigned nfds;
+        int fds[DATP_CHANNEL_MAX_FDS];
+        uint64_t seq;                   /* order of arrival on the socket */
+};
+
 struct cc {
         int fd;
         uint32_t ia_id;
         uint32_t next_request_id;
+        /* false (the default): every EV_DATA_CHANNEL is checked, its
+         * descriptors closed and the event dropped, so that tests about
+         * other things see the events they always saw; true: queued for
+         * cc_channel(). */
+        bool keep_channels;
         unsigned n_queued;
-        union datp_message *queue;      /* CC_QUEUE events */
+        struct cc_event *queue;         /* CC_QUEUE events */
+        uint64_t seq;                   /* packets received so far */
+        uint64_t last_seq;              /* seq of the event cc_event()/cc_channel() returned */
+        unsigned n_channels;            /* EV_DATA_CHANNELs received (kept or dropped) */
 };
 
 /* Connects, says HELLO and opens the IA: 0 or -errno. */
@@ -32,6 +49,11 @@ int cc_call(struct cc *c, struct datp_header *req, void *reply, size_t size);
 /* The next event of this type (DATP_EV_CONN_REQUEST or DATP_EV_CONN), first
  * from the queue: 0, -ETIMEDOUT. */
 int cc_event(struct cc *c, uint16_t type, union datp_message *ev, int timeout_ms);
+
+/* With keep_channels: the next EV_DATA_CHANNEL, its descriptors moved to
+ * fds (DATP_CHANNEL_MAX_FDS slots, the caller closes them; unused slots
+ * -1).  0, -ETIMEDOUT. */
+int cc_channel(struct cc *c, union datp_message *ev, int *fds, int timeout_ms);
 
 /* Whether an event of this type arrives within timeout_ms (0: none). */
 int cc_no_event(struct cc *c, uint16_t type, int timeout_ms);

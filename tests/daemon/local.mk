@@ -78,3 +78,15 @@ tests_daemon_conn_rate_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS)
 tests_daemon_conn_rate_LDADD = tests/daemon/libdatdtest.la tests/libnetns.la tests/libharness.la \
 	proto/libdatp.la $(SYSTEMD_LIBS)
 endif
+
+# Data channels (issue 5/6): EV_DATA_CHANNEL to both ends of a connection; the
+# shm region is attached with libdat's own shm_link code, compiled in.
+if HAVE_CRITERION
+check_PROGRAMS += tests/daemon/test-datd-channel
+TESTS += tests/daemon/test-datd-channel
+tests_daemon_test_datd_channel_SOURCES = tests/daemon/test-datd-channel.c \
+	tests/daemon/conn-expect.c tests/daemon/conn-expect.h \
+	libdat/shm_link.c libdat/shm_region.c
+tests_daemon_test_datd_channel_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_channel_LDADD = tests/libnetns.la $(datd_test_ldadd)
+endif

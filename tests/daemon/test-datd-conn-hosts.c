@@ -327,10 +327,10 @@ Test(datd_conn_hosts, the_hosts_own_address_stays_on_the_host)
  * magic, a message before HELLO) loses its link, and datd keeps serving. */
 Test(datd_conn_hosts, a_peer_breaking_the_cm_protocol_is_cut_off)
 {
-        /* Not CM at all; a CM header (magic, version 1, CONNECT_REQ, 16 bytes) before HELLO. */
+        /* Not CM at all; a CM header (magic, version 2, CONNECT_REQ, 16 bytes) before HELLO. */
         static const struct { const char *bytes; size_t len; } junk[] = {
                 { "GET / HTTP/1.0\r\n\r\n", 18 },
-                { "DATC\0\1\0\2\0\0\0\x10\0\0\0\0", 16 },
+                { "DATC\0\2\0\2\0\0\0\x10\0\0\0\0", 16 },
         };
         struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(7471) };
         uint32_t a_conn, b_conn;

@@ -286,6 +286,25 @@ static void expect_config_error(const char *json, const char *needle)
         free(out);
 }
 
+/* datd.conf(5): shm_ring_bytes is a power of two from 4096 to 64 MiB. */
+Test(datd_lifecycle, check_config_checks_shm_ring_bytes)
+{
+        char *out = NULL;
+
+        cr_expect_eq(check_config("{\"limits\": {\"shm_ring_bytes\": 4096, "
+                                  "\"max_shm_bytes_per_client\": 1}}", &out), 0, "%s", out);
+        free(out);
+        out = NULL;
+        cr_expect_eq(check_config("{\"limits\": {\"shm_ring_bytes\": 67108864}}", &out), 0, "%s", out);
+        free(out);
+        expect_config_error("{\"limits\": {\"shm_ring_bytes\": 12288}}",
+                            "$.limits.shm_ring_bytes: 12288 is not a power of two");
+        expect_config_error("{\"limits\": {\"shm_ring_bytes\": 2048}}", "$.limits.shm_ring_bytes");
+        expect_config_error("{\"limits\": {\"shm_ring_bytes\": 134217728}}", "$.limits.shm_ring_bytes");
+        expect_config_error("{\"limits\": {\"max_shm_bytes_per_client\": 0}}",
+                            "$.limits.max_shm_bytes_per_client");
+}
+
 Test(datd_lifecycle, check_config_rejects_an_unknown_key)
 {
         expect_config_error("{\"limits\": {\"max_client\": 5}}", "unknown key \"max_client\"");

@@ -47,3 +47,12 @@ tests_proto_test_datp_conn_CFLAGS = $(datp_test_cflags)
 tests_proto_test_datp_conn_LDADD = $(datp_test_ldadd)
 endif
 noinst_HEADERS += tests/proto/datp-expect.h
+
+# EV_DATA_CHANNEL: the one message with descriptors (issue 5).
+if HAVE_CRITERION
+check_PROGRAMS += tests/proto/test-datp-channel
+TESTS += tests/proto/test-datp-channel
+tests_proto_test_datp_channel_SOURCES = tests/proto/test-datp-channel.c
+tests_proto_test_datp_channel_CFLAGS = $(datp_test_cflags)
+tests_proto_test_datp_channel_LDADD = $(datp_test_ldadd)
+endif

@@ -120,8 +120,9 @@ Test(datp_validate, header_length_must_equal_bytes_received)
 Test(datp_validate, unknown_type_is_refused)
 {
         static const uint16_t unknown[] = {
-                0, DATP_DISCONNECT + 1, DATP_EV_CONN + 1, 0x7ffe, DATP_REPLY,
+                0, DATP_DISCONNECT + 1, DATP_EV_DATA_CHANNEL + 1, 0x7ffe, DATP_REPLY,
                 DATP_REPLY | (DATP_DISCONNECT + 1), DATP_REPLY | DATP_EV_CONN,
+                DATP_REPLY | DATP_EV_DATA_CHANNEL,
                 DATP_ERROR | DATP_REPLY,
         };
         union datp_message m;

@@ -1,0 +1,98 @@
+/* Data channels (channel.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "daemon/channel.h"
+#include "libdat/shm_link.h"
+#include "libdat/shm_region.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434      /* the same on every architecture */
+#endif
+
+/* closep() that also forgets the descriptor: safe to call twice. */
+static void close_forget(int *fd)
+{
+        closep(fd);
+        *fd = -1;
+}
+
+int shm_channel_new(uint32_t ring_size, ShmRegion **ret)
+{
+        size_t size = shm_link_region_size(ring_size);
+        struct stat st;
+        ShmRegion *r;
+        void *mem;
+        int k;
+
+        if (size == 0)
+                return -EINVAL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->memfd = r->doorbell[0] = r->doorbell[1] = -1;
+        r->refs = 2;
+        r->size = size;
+        r->ring_size = ring_size;
+        k = shm_region_create(size, &r->memfd, &mem);
+        if (k < 0)
+                goto fail;
+        /* The file is whole pages: region_size is what the ends will fstat. */
+        if (fstat(r->memfd, &st) < 0) {
+                k = -errno;
+                shm_region_unmap(mem, size);
+                goto fail;
+        }
+        r->size = (size_t) st.st_size;
+        /* Only to lay it out: datd never touches the rings afterwards. */
+        k = shm_link_init(mem, r->size, ring_size);
+        shm_region_unmap(mem, r->size);
+        if (k < 0)
+                goto fail;
+        for (int side = 0; side < 2; side++) {
+                r->doorbell[side] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (r->doorbell[side] < 0) {
+                        k = -errno;
+                        goto fail;
+                }
+        }
+        *ret = r;
+        return 0;
+fail:
+        r->refs = 1;
+        shm_channel_unref(r);
+        return k;
+}
+
+void shm_channel_sent(ShmRegion *r)
+{
+        close_forget(&r->doorbell[0]);
+        close_forget(&r->doorbell[1]);
+}
+
+ShmRegion *shm_channel_unref(ShmRegion *r)
+{
+        if (!r || --r->refs > 0)
+                return NULL;
+        shm_channel_sent(r);
+        close_forget(&r->memfd);
+        free(r);
+        return NULL;
+}
+
+int channel_pidfd(pid_t pid)
+{
+        long fd;
+
+        if (pid <= 0)
+                return -ESRCH;
+        fd = syscall(SYS_pidfd_open, pid, 0);
+        return fd < 0 ? -errno : (int) fd;
+}

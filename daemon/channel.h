@@ -1,0 +1,35 @@
+/* The data channels datd hands to the two ends of a connection
+ * (PROTOCOL.md, "EV_DATA_CHANNEL"): for shm, a sealed memfd laid out as
+ * libdat/shm_link.h's two rings plus two eventfd doorbells; datd keeps the
+ * memfd until both ends of the connection are gone. */
+#ifndef DATD_DAEMON_CHANNEL_H
+#define DATD_DAEMON_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* One shm connection's region, shared by its two Conn ends. */
+typedef struct ShmRegion {
+        unsigned refs;                  /* ends holding it */
+        int memfd;                      /* kept until the last end goes */
+        int doorbell[2];                /* doorbell[side]: closed once both ends have theirs */
+        size_t size;                    /* region_size */
+        uint32_t ring_size;
+} ShmRegion;
+
+/* Creates the memfd (sealed, shm_region_create), lays out the two rings
+ * (shm_link_init), unmaps it, and makes the two doorbells.  refs is 2.
+ * 0, or -errno (-EINVAL for a ring size shm_link does not allow). */
+int shm_channel_new(uint32_t ring_size, ShmRegion **ret);
+
+/* Closes the doorbells: both ends have been sent theirs. */
+void shm_channel_sent(ShmRegion *r);
+
+/* One end is gone; the last one frees the region.  Returns NULL. */
+ShmRegion *shm_channel_unref(ShmRegion *r);
+
+/* A pidfd of the process (close-on-exec), or -errno (ENOSYS before Linux 5.3). */
+int channel_pidfd(pid_t pid);
+
+#endif

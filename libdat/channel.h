@@ -1,0 +1,72 @@
+/* A connection's data channel as the DTO engine sees it (dto.h): a
+ * non-blocking, ordered, reliable byte stream to the peer process, with a
+ * descriptor the IA's progress thread can sleep on.  Two kinds:
+ * channel_shm.c (the rings of shm_link.h in a memfd datd made) and
+ * channel_tcp.c (a TCP socket datd connected).  Built from the
+ * descriptors of an EV_DATA_CHANNEL (proto/datp.h), owned by one EP's
+ * data path, destroyed with channel_destroy. */
+#ifndef DATD_LIBDAT_CHANNEL_H
+#define DATD_LIBDAT_CHANNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "proto/datp.h"
+
+struct channel;
+
+struct channel_ops {
+        const char *name;
+        /* Writes what fits of iov: bytes written (0 when full), or -errno
+         * (-EPIPE: the channel is gone). */
+        ssize_t (*writev)(struct channel *ch, const struct iovec *iov, int iovcnt);
+        /* Reads what is there into iov: bytes read (0 when nothing is),
+         * or -errno (-EPIPE: the peer closed and everything was read). */
+        ssize_t (*readv)(struct channel *ch, const struct iovec *iov, int iovcnt);
+        /* A cheap hint: bytes may be waiting to be read. */
+        bool (*readable)(struct channel *ch);
+        /* The progress thread is about to sleep on poll_fd: ask to be woken
+         * for data (and for room, if want_room).  False: do not sleep, work
+         * is there. */
+        bool (*arm)(struct channel *ch, bool want_room);
+        /* Stop asking to be woken (the progress thread woke up). */
+        void (*disarm)(struct channel *ch);
+        /* poll_fd polled readable: reset it. */
+        void (*woken)(struct channel *ch);
+        /* Events poll_fd must be watched for (EPOLLIN, | EPOLLOUT when
+         * want_room and the kernel says when there is room). */
+        unsigned (*poll_events)(struct channel *ch, bool want_room);
+        /* This end writes no more (the peer reads -EPIPE after the rest). */
+        void (*shutdown)(struct channel *ch);
+        void (*destroy)(struct channel *ch);
+};
+
+struct channel {
+        const struct channel_ops *ops;
+        int poll_fd;                    /* what the progress thread sleeps on */
+        pid_t peer_pid;                 /* the peer process on this host, else 0 */
+        int peer_pidfd;                 /* readable once the peer process exited; -1 if none */
+        bool same_host;                 /* cross-memory attach may work */
+};
+
+/* Builds the channel an EV_DATA_CHANNEL describes; takes ownership of fds
+ * (closed on failure).  0 and *out, or -errno (-EPROTO: a descriptor or
+ * field is not what the kind needs). */
+int channel_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
+                   struct channel **out);
+
+/* Kind constructors (channel_shm.c, channel_tcp.c), same contract. */
+int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
+                       struct channel **out);
+int channel_tcp_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
+                       struct channel **out);
+
+/* Accepts NULL. */
+void channel_destroy(struct channel *ch);
+
+/* Closes the nfds descriptors of fds that are >= 0. */
+void channel_close_fds(int *fds, unsigned nfds);
+
+#endif

@@ -1,0 +1,170 @@
+/* The DTO engine: the data path of a connected EP, the same for every
+ * software transport (shm rings, TCP sockets).
+ *
+ * datd hands both ends of a connection a data channel (proto/datp.h,
+ * EV_DATA_CHANNEL); from ESTABLISHED on the two processes exchange frames
+ * (dto_wire.h) over it without datd: requests (Send, RDMA Write, RDMA Read
+ * request) one way, responses (an acknowledgement per Send and Write, the
+ * data of a Read) the other.  The target serves every request in order,
+ * in whichever of its threads polls the channel: the application's
+ * (dat_evd_dequeue / dat_evd_wait spin) or the IA's progress thread when
+ * nobody else does, so RDMA lands without the target application's help.
+ * Payloads travel inline in the stream, or, between processes of one host
+ * that may access each other's memory, by cross-memory attach: the target
+ * pulls a Send or Write with process_vm_readv and pushes a Read's data
+ * with process_vm_writev (one copy; the initiator's buffers are described
+ * by address, never trusted beyond being the initiator's own).
+ *
+ * Semantics (where the DAT 1.2 man pages leave room, as a reliable
+ * connection on an RDMA NIC behaves; each is cited at the code):
+ * - Requests complete in the order they were posted, on the request EVD;
+ *   a Send or Write completes when the target has placed the data, a Read
+ *   when its data arrived, an RMR bind in order after what was posted
+ *   before it.  Receives complete in the order messages arrive.
+ * - Synchronous refusals (nothing posted): bad handle; EP not Connected
+ *   (DAT_INVALID_STATE; dat_ep_post_recv is valid in every state);
+ *   num_segments outside [0, max_*_iov] or a NULL local_iov with segments
+ *   (DAT_INVALID_PARAMETER); completion flags unknown or UNSIGNALLED
+ *   without the EP's configuration (DAT_INVALID_PARAMETER); queue full
+ *   (DAT_INSUFFICIENT_RESOURCES); an lmr_context no LMR of this IA has, or
+ *   whose LMR lacks the local privilege (DAT_PRIVILEGES_VIOLATION); an LMR
+ *   of another PZ than the EP's (DAT_PROTECTION_VIOLATION).
+ * - dat_ep_post_recv checks its segments as dat_srq_post_recv does: a
+ *   segment outside its LMR is DAT_INVALID_PARAMETER (ARG3), synchronous.
+ * - Error completions: a local segment of a Send, RDMA Write or RDMA Read
+ *   outside its LMR: DAT_DTO_ERR_LOCAL_PROTECTION; a Send longer than the transport's
+ *   max_message_size, or an RDMA beyond max_rdma_size:
+ *   DAT_DTO_ERR_LOCAL_LENGTH; a message longer than the receive buffer:
+ *   the Receive DAT_DTO_ERR_LOCAL_LENGTH, the Send
+ *   DAT_DTO_ERR_REMOTE_RESPONDER; an RDMA whose rmr_context, bounds,
+ *   privileges or PZ the target refuses: DAT_DTO_ERR_REMOTE_ACCESS; a Send
+ *   with no receive posted on the target within the receiver-not-ready
+ *   time (DTO_RNR_TIMEOUT_MS, $DATD_RNR_TIMEOUT_MS): the Send
+ *   DAT_DTO_ERR_RECEIVER_NOT_READY.  Like a reliable connection on an RDMA
+ *   NIC, any error completion other than FLUSHED breaks the connection:
+ *   both EPs go Disconnected with DAT_CONNECTION_EVENT_BROKEN, and every
+ *   DTO still outstanding on either completes DAT_DTO_ERR_FLUSHED.
+ * - Disconnect (either side), dat_ep_reset, peer death: outstanding
+ *   requests and receives complete DAT_DTO_ERR_FLUSHED, in order.  A
+ *   graceful dat_ep_disconnect waits for the outstanding requests first.
+ *   dat_ep_free destroys them without completions.  A receive posted to a
+ *   Disconnected EP completes DAT_DTO_ERR_FLUSHED at once.
+ * - Completion flags: SUPPRESS (no event on success), UNSIGNALLED (queued
+ *   without notification), SOLICITED_WAIT (the peer's receive completion is
+ *   a notification only when the Send asked for it, on an EP configured
+ *   for solicited wait), BARRIER_FENCE (the request is not started before
+ *   every RDMA Read posted earlier has completed).
+ *
+ * Locking: each EP's data path state (struct dto_ep) is under its own
+ * mutex; a thread that finds it busy leaves the work to its holder.  Lock
+ * order: ia->dto.lock -> dto_ep.lock -> evd lock.  Completions that may
+ * run a CNO's proxy agent are run after the EP's lock is dropped. */
+#ifndef DATD_LIBDAT_DTO_H
+#define DATD_LIBDAT_DTO_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "libdat/libdat.h"
+#include "proto/datp.h"
+
+struct ep;
+struct ia;
+struct evd;
+
+/* The receiver-not-ready time: how long an arriving Send waits for a
+ * receive to be posted before it fails (overridable by the environment
+ * variable DATD_RNR_TIMEOUT_MS, for tests). */
+#define DTO_RNR_TIMEOUT_MS 2000
+
+/* Payloads from this size on go by cross-memory attach when the peers
+ * allow it (smaller ones are copied through the channel: cheaper than a
+ * system call). */
+#define DTO_CMA_THRESHOLD 16384
+
+/* An IA's running data paths (dto_ia.c), embedded in struct ia.  A slot
+ * table, so that the progress thread's epoll events name a data path by
+ * (slot, generation) and one that went away meanwhile is simply not found. */
+struct dto_ia_slot {
+        struct dto_ep *d;               /* NULL: free */
+        uint32_t gen;
+};
+
+struct dto_ia {
+        pthread_mutex_t lock;           /* the table; lock order: before any dto_ep lock */
+        bool initialized;
+        struct dto_ia_slot *slots;
+        uint32_t n_slots, n_used;
+        int epfd;                       /* the progress thread's epoll, -1 before it runs */
+        int kick_fd;                    /* eventfd: look at every data path again */
+        uint32_t n_stalled;             /* data paths whose Send waits for a receive */
+};
+
+/* Sets up / tears down an IA's table (ia.c: open and close). */
+int dto_ia_init(struct dto_ia *t);
+void dto_ia_fini(struct dto_ia *t);
+
+/* ---- the progress thread's side (progress.c) ----------------------------- */
+
+/* The progress thread's loop over datd's socket (datd_fd: on_datd is
+ * called when readable and returns false when the connection is over),
+ * the stop eventfd and every data path: returns when stop_fd is readable
+ * (true) or datd went away (false). */
+bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *), void *arg);
+
+
+/* EV_DATA_CHANNEL: keeps the channel for the EP it names until its
+ * ESTABLISHED; takes ownership of fds (closes them on any failure). */
+void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int *fds,
+                       unsigned nfds);
+
+/* ---- the connection code's side (conn.c) --------------------------------- */
+
+/* ESTABLISHED: starts the data path on the channel offered for this
+ * connection.  DAT_SUCCESS, or an error (no channel, it could not be
+ * mapped): the connection must then be torn down as BROKEN. */
+DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id);
+
+/* The connection ended (peer disconnected, broke, or this side did): reads
+ * what the peer sent before, then completes every outstanding DTO with
+ * DAT_DTO_ERR_FLUSHED and closes the channel.  Idempotent.  Returns true
+ * when the data path had failed (an error completion): the connection
+ * then ends BROKEN rather than DISCONNECTED. */
+bool dto_ep_stop(struct ep *ep);
+
+/* dat_ep_reset: the Disconnected EP's data path is ready for the next
+ * connection. */
+void dto_ep_reset(struct ep *ep);
+
+/* dat_ep_disconnect on a Connected EP.  Graceful: returns true when the
+ * disconnect may proceed now, false when it was deferred until the
+ * outstanding requests complete (the engine then calls
+ * conn_finish_disconnect).  Abrupt: always true. */
+bool dto_ep_disconnect(struct ep *ep, bool graceful);
+
+/* dat_ep_free: drops every DTO without completion, releases SRQ buffers
+ * the EP took, and waits until no thread still works on the EP. */
+void dto_ep_destroy(struct ep *ep);
+
+/* ---- the EVD's side (evd_ring.c) ----------------------------------------- */
+
+/* The consumer took an event: a receive completion of an SRQ's buffer
+ * makes that buffer reaped (srq.h). */
+void dto_event_reaped(const DAT_EVENT *event);
+
+/* dat_srq_post_recv added buffers to an SRQ of ia. */
+void dto_srq_posted(struct ia *ia);
+
+/* dat_rmr_bind, after its checks, on an EP Connected or Disconnected. */
+struct rmr;
+DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_handle,
+                         const DAT_LMR_TRIPLET *triplet, DAT_MEM_PRIV_FLAGS mem_priv,
+                         DAT_VA_TYPE va_type, DAT_RMR_COOKIE cookie,
+                         DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT *context);
+
+/* An application thread about to find an EVD empty: moves the data paths
+ * of the EVD's IA along (non-blocking).  Returns whether it did any work. */
+bool dto_evd_poll(struct evd *evd);
+
+#endif

@@ -1,0 +1,278 @@
+/* The DTO engine's internals, shared by its files (dto.h is the rest of
+ * libdat's view):
+ *   dto_ep.c      an EP's data path: lifetime, start/stop, completions,
+ *                 flush, breaking the connection;
+ *   dto_tx.c      what goes out: requests in post order, responses, the
+ *                 frame being written when the channel was full;
+ *   dto_rx.c      what comes in: the frame parser and the target side
+ *                 (receives, RDMA served, responses matched);
+ *   dto_post.c    the DAT entry points that post (dat_ep_post_*);
+ *   dto_ia.c      the IA's set of running data paths: polling by
+ *                 application threads and the progress thread's epoll. */
+#ifndef DATD_LIBDAT_DTO_ENGINE_H
+#define DATD_LIBDAT_DTO_ENGINE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "libdat/channel.h"
+#include "libdat/dto.h"
+#include "libdat/dto_wire.h"
+#include "libdat/evd.h"
+
+struct ep;
+struct ia;
+
+/* Completions collected under the EP's lock, delivered after. */
+struct dto_batch {
+        struct evd_deferred deferred;
+};
+
+/* A request of the EP's request queue (dat_ep_post_send, _rdma_write,
+ * _rdma_read, dat_rmr_bind), from post to completion. */
+enum dto_req_kind {
+        DTO_REQ_SEND = DTO_OP_SEND,
+        DTO_REQ_WRITE = DTO_OP_WRITE,
+        DTO_REQ_READ = DTO_OP_READ_REQ,
+        DTO_REQ_BIND = 100,
+};
+
+struct dto_req {
+        DAT_DTO_COOKIE cookie;          /* or the RMR cookie of a bind */
+        DAT_COMPLETION_FLAGS flags;
+        uint8_t kind;                   /* enum dto_req_kind */
+        bool done;                      /* status is final */
+        bool local;                     /* never goes out: a bind, or refused at post */
+        bool sent;                      /* every byte of its frame is in the channel */
+        bool cma;                       /* its payload goes by cross-memory attach */
+        DAT_DTO_COMPLETION_STATUS status;
+        uint32_t seq;                   /* its frame's, 0 for a bind */
+        uint32_t nseg;                  /* local segments (iovecs in dto_ep.req_iov) */
+        uint64_t length;                /* bytes */
+        uint32_t rmr_context;           /* WRITE/READ: the target's */
+        uint64_t remote_addr;
+        DAT_RMR_HANDLE rmr;             /* BIND */
+        DAT_RMR_CONTEXT bind_context;
+};
+
+/* A receive posted to the EP (not to its SRQ). */
+struct dto_recv {
+        DAT_DTO_COOKIE cookie;
+        DAT_COMPLETION_FLAGS flags;
+        uint32_t nseg;
+        DAT_LMR_TRIPLET *iov;           /* its segments (in dto_ep.rq_iov, or rx_srq_iov) */
+};
+
+/* A response the target owes the initiator (ACK, READ_RESP). */
+struct dto_resp {
+        struct dto_frame frame;
+        struct iovec data;              /* READ_RESP inline: the target memory read */
+        bool fatal;                     /* an error response: the connection ends after it */
+};
+
+/* The frame being written when the channel filled up. */
+enum dto_tx_item {
+        DTO_TX_NONE,
+        DTO_TX_REQ,
+        DTO_TX_RESP,
+        DTO_TX_CTRL,                    /* HELLO, CMA_OK */
+};
+
+enum dto_rx_state {
+        DTO_RX_HEADER,                  /* collecting the 32-byte header */
+        DTO_RX_SEGS,                    /* collecting CMA segment descriptors */
+        DTO_RX_ACTION,                  /* header complete: decide what it means */
+        DTO_RX_PAYLOAD,                 /* moving len bytes into the sink */
+};
+
+enum dto_state {
+        DTO_IDLE,                       /* no connection: receives queue up */
+        DTO_RUNNING,                    /* connected, channel up */
+        DTO_DEAD,                       /* the connection ended: everything flushes */
+};
+
+/* An EP's data path, created at its first DTO (or connection) and freed
+ * with the EP.  Everything under lock. */
+struct dto_ep {
+        pthread_mutex_t lock;
+        struct ep *ep;
+        struct ia *ia;
+        enum dto_state state;
+        bool registered;                /* in the IA's table (dto_ia.c) */
+        uint32_t slot;                  /* ... at this slot */
+        unsigned poll_events;           /* what epoll watches its channel for */
+        bool fail_pending;              /* failed: dto_finish must tell the connection code */
+        bool graceful_done;             /* a deferred graceful disconnect may proceed */
+        bool fail_after_tx;             /* a fatal response is queued: fail once it is out */
+        bool graceful_pending;          /* dat_ep_disconnect(GRACEFUL) waits for requests */
+        bool broken;                    /* an error completion ended it */
+        bool peer_gone;                 /* the channel failed */
+        bool peer_bye;                  /* the peer ended its side in order (BYE) */
+        uint32_t conn_id;
+        unsigned users;                 /* threads working on it outside the IA set's lock */
+
+        /* The channel offered for the next (or current) connection. */
+        struct channel *ch;
+        uint32_t offered_conn_id;
+        bool cma_to_peer;               /* we may read/write the peer's memory */
+        bool cma_from_peer;             /* the peer may read/write ours (it said CMA_OK) */
+        bool hello_sent, cma_ok_sent, cma_ok_owed;
+        uint64_t probe_value;           /* what our HELLO's address holds */
+        uint32_t cma_ok_value;
+
+        /* Request queue: ring of req_cap entries; [head, tail) posted and
+         * not delivered; tx_next the next to write; resp_next the oldest
+         * waiting for its response.  req_iov holds req_iov_max local
+         * segments per entry. */
+        struct dto_req *req;
+        DAT_LMR_TRIPLET *req_iov;
+        uint32_t req_cap, req_iov_max;
+        uint32_t head, tail, tx_next, resp_next;
+        uint32_t next_seq;              /* our requests' numbers */
+        uint32_t reads_in_flight;       /* READs started, not done (BARRIER_FENCE) */
+
+        /* Receive queue (no SRQ): ring of recv_cap; rq_iov holds
+         * recv_iov_max triplets per entry. */
+        struct dto_recv *rq;
+        DAT_LMR_TRIPLET *rq_iov;
+        uint32_t recv_cap, recv_iov_max;
+        uint32_t rq_head, rq_count;
+
+        /* Responses owed: ring of resp_cap. */
+        struct dto_resp *resp;
+        uint32_t resp_cap, resp_head, resp_count;
+        uint32_t peer_seq;              /* the last request of the peer's we took */
+
+        /* The frame being written: its header and segments as encoded when
+         * it started, its payload segments, how far it got. */
+        enum dto_tx_item tx_item;
+        uint32_t tx_index;              /* req or resp slot */
+        uint64_t tx_off;                /* bytes of it written */
+        uint64_t tx_total;
+        struct dto_frame tx_hdr;
+        struct dto_seg tx_segs[DTO_MAX_SEGS];
+        uint32_t tx_nsegs;              /* descriptors after the header */
+        struct iovec tx_payload[DTO_MAX_SEGS];
+        uint32_t tx_npayload;
+
+        /* The frame being read. */
+        enum dto_rx_state rx_state;
+        unsigned char rx_hdr[sizeof(struct dto_frame)];
+        uint32_t rx_have;               /* header or segment bytes collected */
+        struct dto_frame rx;            /* the header, decoded */
+        struct dto_seg rx_segs[DTO_MAX_SEGS];
+        struct iovec rx_sink[DTO_MAX_SEGS + 1];
+        int rx_nsink;
+        uint64_t rx_left;               /* payload bytes still to move */
+        uint64_t rx_scratch;            /* HELLO's probe value */
+        /* What to do once the payload is in. */
+        DAT_DTO_COMPLETION_STATUS rx_status;
+        bool rx_recv_taken;             /* a receive buffer holds this SEND */
+        struct dto_recv rx_recv;        /* ... and which */
+        bool rx_recv_srq;
+        DAT_LMR_TRIPLET rx_srq_iov[DTO_MAX_SEGS]; /* an SRQ buffer's segments */
+        bool rx_fatal;                  /* the frame is refused: its response ends the connection */
+        uint64_t rnr_deadline_ns;       /* a SEND waits for a receive until then, 0: not */
+
+        /* CNO notices of completions made where no batch was at hand
+         * (dto_fail), run by dto_finish. */
+        struct dto_batch fail_batch;
+
+        /* Counters (datctl could show them later; tests read them). */
+        uint64_t bytes_sent, bytes_received;
+};
+
+/* ---- dto_ep.c ------------------------------------------------------------ */
+
+/* The EP's data path, made on first use; NULL on ENOMEM. */
+struct dto_ep *dto_ep_get(struct ep *ep);
+
+/* Delivers the completions at the head of the request queue that are done,
+ * in order.  Under lock. */
+void dto_deliver_requests(struct dto_ep *d, struct dto_batch *b);
+
+/* Completes a receive.  Under lock. */
+void dto_complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq,
+                       DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
+                       struct dto_batch *b);
+
+/* An error completion or a broken channel ends the connection: marks it,
+ * flushes, closes the channel.  The EP's state change and the connection
+ * event happen in dto_finish (no lock held).  Under lock. */
+void dto_fail(struct dto_ep *d, const char *why);
+
+/* Whether dto_finish has something to do: the data path failed, or a
+ * graceful disconnect may proceed.  Under lock. */
+bool dto_needs_finish(const struct dto_ep *d);
+
+/* Runs b's deferred CNO agents (b may be NULL), and what the lock's holder
+ * left: for a data path that failed, its channel's teardown and the EP's
+ * move to Disconnected with DAT_CONNECTION_EVENT_BROKEN; for a graceful
+ * disconnect whose requests are done, the disconnect.  Each once, however
+ * many threads call it.  No lock held. */
+void dto_finish(struct dto_ep *d, struct dto_batch *b);
+
+/* The whole step a thread takes on a running data path: writes what is
+ * pending, reads and serves what came, delivers completions.  Under
+ * lock; returns whether anything moved. */
+bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b);
+
+/* The nanoseconds of CLOCK_MONOTONIC. */
+uint64_t dto_now_ns(void);
+
+/* The receiver-not-ready time in nanoseconds (dto.h). */
+uint64_t dto_rnr_timeout_ns(void);
+
+/* ---- dto_tx.c ------------------------------------------------------------ */
+
+/* Writes pending frames until the channel is full or nothing is left.
+ * Returns whether bytes moved; a dead channel fails the data path. */
+bool dto_tx_flush(struct dto_ep *d);
+
+/* Whether frames wait for room in the channel. */
+bool dto_tx_pending(const struct dto_ep *d);
+
+/* Queues a response; false when the ring is full (a peer that never reads
+ * its responses: the caller fails the connection). */
+bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct iovec *data,
+                    bool fatal);
+
+/* Queues our HELLO / CMA_OK. */
+void dto_tx_hello(struct dto_ep *d);
+
+/* Ends our side of the stream in order: BYE, then no more writes. */
+void dto_tx_bye(struct dto_ep *d);
+
+/* ---- dto_rx.c ------------------------------------------------------------ */
+
+/* Reads and serves frames until the channel is empty or a Send waits for a
+ * receive.  Returns whether bytes moved. */
+bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b);
+
+/* A Send waiting for a receive gets one now, or fails once its deadline
+ * passed. */
+bool dto_rx_retry_stalled(struct dto_ep *d, struct dto_batch *b);
+
+/* ---- dto_ia.c ------------------------------------------------------------ */
+
+/* Adds a running data path to its IA's set (the progress thread watches
+ * its channel); removes it.  Remove waits until neither the progress
+ * thread nor a polling thread still works on it. */
+int dto_ia_add(struct dto_ep *d);
+void dto_ia_remove(struct dto_ep *d);
+
+/* Takes d out of the table without waiting for its users (a thread that is
+ * one of them). */
+void dto_ia_remove_nowait(struct dto_ep *d);
+
+/* The peer said BYE: its channel is not watched any more (its end of
+ * stream would wake the progress thread for nothing).  Under d's lock. */
+void dto_ia_quiet(struct dto_ep *d);
+
+/* Wakes the IA's progress thread to look at every data path again (a post
+ * left frames waiting for room, a receive arrived for a stalled Send). */
+void dto_ia_kick(struct ia *ia);
+
+#endif

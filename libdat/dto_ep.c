@@ -1,0 +1,548 @@
+/* An EP's data path (dto_engine.h): made on first use, started at
+ * ESTABLISHED on the channel datd offered, stopped when the connection
+ * ends (everything outstanding flushes), freed with the EP. */
+#include "config.h"
+
+#include "libdat/dto_engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "libdat/conn.h"
+#include "libdat/ep.h"
+#include "libdat/ia.h"
+#include "libdat/rmr.h"
+#include "libdat/srq.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "dto_wire.h frames are little endian on the wire; this host is not"
+#endif
+
+uint64_t dto_now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sizes the queues for the EP's current attributes.  Only while they are
+ * empty (dat_ep_modify changes the attributes of an EP that has none). */
+static int fit_queues(struct dto_ep *d, const DAT_EP_ATTR *a)
+{
+        uint32_t req_cap = (uint32_t)(a->max_request_dtos > 0 ? a->max_request_dtos : 1);
+        uint32_t req_iov = (uint32_t)(a->max_request_iov > 0 ? a->max_request_iov : 1);
+        uint32_t recv_cap = (uint32_t)(a->max_recv_dtos > 0 ? a->max_recv_dtos : 1);
+        uint32_t recv_iov = (uint32_t)(a->max_recv_iov > 0 ? a->max_recv_iov : 1);
+
+        if (req_cap != d->req_cap || req_iov != d->req_iov_max) {
+                struct dto_req *req = calloc(req_cap, sizeof(*req));
+                DAT_LMR_TRIPLET *iov = calloc((size_t)req_cap * req_iov, sizeof(*iov));
+
+                if (!req || !iov) {
+                        free(req);
+                        free(iov);
+                        return -ENOMEM;
+                }
+                free(d->req);
+                free(d->req_iov);
+                d->req = req;
+                d->req_iov = iov;
+                d->req_cap = req_cap;
+                d->req_iov_max = req_iov;
+        }
+        if (recv_cap != d->recv_cap || recv_iov != d->recv_iov_max) {
+                struct dto_recv *rq = calloc(recv_cap, sizeof(*rq));
+                DAT_LMR_TRIPLET *iov = calloc((size_t)recv_cap * recv_iov, sizeof(*iov));
+
+                if (!rq || !iov) {
+                        free(rq);
+                        free(iov);
+                        return -ENOMEM;
+                }
+                free(d->rq);
+                free(d->rq_iov);
+                d->rq = rq;
+                d->rq_iov = iov;
+                d->recv_cap = recv_cap;
+                d->recv_iov_max = recv_iov;
+        }
+        return 0;
+}
+
+static bool queues_empty(const struct dto_ep *d)
+{
+        return d->head == d->tail && d->rq_count == 0;
+}
+
+static void free_queues(struct dto_ep *d)
+{
+        free(d->req);
+        free(d->req_iov);
+        free(d->rq);
+        free(d->rq_iov);
+        free(d->resp);
+}
+
+struct dto_ep *dto_ep_get(struct ep *ep)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        DAT_EP_ATTR attr;
+
+        if (!d) {
+                struct dto_ep *fresh = calloc(1, sizeof(*fresh));
+
+                if (!fresh)
+                        return NULL;
+                pthread_mutex_init(&fresh->lock, NULL);
+                fresh->ep = ep;
+                fresh->ia = ep_ia(ep);
+                fresh->state = DTO_IDLE;
+                fresh->next_seq = 1;
+                dat_object_lock();
+                if (!ep->dto) {
+                        __atomic_store_n(&ep->dto, fresh, __ATOMIC_RELEASE);
+                        fresh = NULL;
+                }
+                d = ep->dto;
+                dat_object_unlock();
+                if (fresh) {
+                        /* Another thread made it first. */
+                        pthread_mutex_destroy(&fresh->lock);
+                        free(fresh);
+                }
+        }
+        /* dat_ep_modify changes the attributes only of an EP with no DTO
+         * (Unconnected and the like): refit then, else nothing to do. */
+        if (_likely_(d->req_cap == (uint32_t)ep->attr.max_request_dtos &&
+                     d->req_iov_max == (uint32_t)ep->attr.max_request_iov &&
+                     d->recv_cap == (uint32_t)ep->attr.max_recv_dtos &&
+                     d->recv_iov_max == (uint32_t)ep->attr.max_recv_iov))
+                return d;
+        dat_object_lock();
+        attr = ep->attr;
+        dat_object_unlock();
+        pthread_mutex_lock(&d->lock);
+        if (queues_empty(d) && fit_queues(d, &attr) < 0) {
+                pthread_mutex_unlock(&d->lock);
+                return NULL;
+        }
+        pthread_mutex_unlock(&d->lock);
+        return d;
+}
+
+static void post_event(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *event, bool notify,
+                       struct dto_batch *b)
+{
+        struct evd *evd = evd_lookup(evd_handle);
+
+        if (evd)
+                (void)evd_post_deferred(evd, event, notify, &b->deferred);
+}
+
+static DAT_DTOS dtos_of(uint8_t kind)
+{
+        switch (kind) {
+        case DTO_REQ_WRITE:
+                return DAT_DTO_RDMA_WRITE;
+        case DTO_REQ_READ:
+                return DAT_DTO_RDMA_READ;
+        case DTO_REQ_BIND:
+                return DAT_DTO_BIND_MW;
+        default:
+                return DAT_DTO_SEND;
+        }
+}
+
+/* One request's completion event (dat_ep_post_send(3DAT) and friends:
+ * DAT_COMPLETION_SUPPRESS_FLAG drops a successful one,
+ * DAT_COMPLETION_UNSIGNALLED_FLAG queues it without notification). */
+static void complete_request(struct dto_ep *d, struct dto_req *r, struct dto_batch *b)
+{
+        DAT_EVENT event = { 0 };
+        bool ok = r->status == DAT_DTO_SUCCESS;
+
+        if (r->kind == DTO_REQ_BIND) {
+                struct rmr *rmr = rmr_lookup(r->rmr);
+
+                if (rmr)
+                        rmr_bind_complete(rmr, ok);
+                event.event_number = DAT_RMR_BIND_COMPLETION_EVENT;
+                event.event_data.rmr_completion_event_data = (DAT_RMR_BIND_COMPLETION_EVENT_DATA){
+                        .rmr_handle = r->rmr,
+                        .user_cookie = r->cookie,
+                        .status = r->status,
+                };
+        } else {
+                event.event_number = DAT_DTO_COMPLETION_EVENT;
+                event.event_data.dto_completion_event_data = (DAT_DTO_COMPLETION_EVENT_DATA){
+                        .ep_handle = d->ep->obj.handle,
+                        .user_cookie = r->cookie,
+                        .status = r->status,
+                        .transfered_length = ok ? (DAT_SEG_LENGTH)r->length : 0,
+                        .operation = dtos_of(r->kind),
+                };
+        }
+        __atomic_sub_fetch(&d->ep->request_outstanding, 1, __ATOMIC_RELAXED);
+        if (ok && (r->flags & DAT_COMPLETION_SUPPRESS_FLAG))
+                return;
+        post_event(d->ep->request_evd, &event, !(r->flags & DAT_COMPLETION_UNSIGNALLED_FLAG), b);
+}
+
+void dto_deliver_requests(struct dto_ep *d, struct dto_batch *b)
+{
+        while (d->head != d->tail && d->req[d->head % d->req_cap].done) {
+                complete_request(d, &d->req[d->head % d->req_cap], b);
+                d->head++;
+        }
+        /* dat_ep_disconnect(3DAT): a graceful disconnect proceeds once the
+         * requests outstanding have completed. */
+        if (d->graceful_pending && d->head == d->tail) {
+                d->graceful_pending = false;
+                d->graceful_done = true;
+        }
+}
+
+void dto_complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq_buffer,
+                       DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
+                       struct dto_batch *b)
+{
+        DAT_EVENT event = { .event_number = DAT_DTO_COMPLETION_EVENT };
+
+        event.event_data.dto_completion_event_data = (DAT_DTO_COMPLETION_EVENT_DATA){
+                .ep_handle = d->ep->obj.handle,
+                .user_cookie = r->cookie,
+                .status = status,
+                .transfered_length = status == DAT_DTO_SUCCESS ? (DAT_SEG_LENGTH)length : 0,
+                .operation = DAT_DTO_RECEIVE,
+        };
+        __atomic_sub_fetch(&d->ep->recv_outstanding, 1, __ATOMIC_RELAXED);
+        if (srq_buffer) {
+                struct srq *srq = srq_lookup(d->ep->srq);
+
+                if (srq)
+                        srq_buffer_completed(srq);
+        }
+        post_event(d->ep->recv_evd, &event, notify || status != DAT_DTO_SUCCESS, b);
+}
+
+/* Every DTO outstanding completes DAT_DTO_ERR_FLUSHED (requests already
+ * done keep their status), in order: requests, the receive a stalled or
+ * half-read Send holds, the posted receives. */
+static void flush_all(struct dto_ep *d, struct dto_batch *b)
+{
+        for (uint32_t i = d->head; i != d->tail; i++) {
+                struct dto_req *r = &d->req[i % d->req_cap];
+
+                if (!r->done) {
+                        r->done = true;
+                        r->status = DAT_DTO_ERR_FLUSHED;
+                }
+        }
+        d->tx_next = d->resp_next = d->tail;
+        d->reads_in_flight = 0;
+        dto_deliver_requests(d, b);
+        if (d->rx_recv_taken) {
+                dto_complete_recv(d, &d->rx_recv, d->rx_recv_srq, DAT_DTO_ERR_FLUSHED, 0, true, b);
+                d->rx_recv_taken = false;
+        }
+        while (d->rq_count > 0) {
+                dto_complete_recv(d, &d->rq[d->rq_head], false, DAT_DTO_ERR_FLUSHED, 0, true, b);
+                d->rq_head = (d->rq_head + 1) % d->recv_cap;
+                d->rq_count--;
+        }
+        d->resp_count = 0;
+        d->tx_item = DTO_TX_NONE;
+        d->rx_state = DTO_RX_HEADER;
+        d->rx_have = 0;
+        if (d->rnr_deadline_ns) {
+                d->rnr_deadline_ns = 0;
+                __atomic_sub_fetch(&d->ia->dto.n_stalled, 1, __ATOMIC_RELAXED);
+        }
+        d->fail_after_tx = false;
+        d->graceful_pending = false;
+}
+
+void dto_fail(struct dto_ep *d, const char *why)
+{
+        if (d->state != DTO_RUNNING)
+                return;
+        dat_trace("EP %p, connection %u: data path failed: %s", d->ep->obj.handle, d->conn_id,
+                  why);
+        /* The batch cannot be returned from here: completions go into a
+         * local one whose CNO notices run when the caller's does. */
+        flush_all(d, &d->fail_batch);
+        d->state = DTO_DEAD;
+        d->broken = true;
+        d->fail_pending = true;
+}
+
+/* Destroys the channel of a data path that no longer runs.  No lock held. */
+static void teardown_channel(struct dto_ep *d)
+{
+        struct channel *ch;
+
+        dto_ia_remove_nowait(d);
+        pthread_mutex_lock(&d->lock);
+        ch = d->state == DTO_RUNNING ? NULL : d->ch;
+        if (ch)
+                d->ch = NULL;
+        pthread_mutex_unlock(&d->lock);
+        channel_destroy(ch);
+}
+
+bool dto_needs_finish(const struct dto_ep *d)
+{
+        return d->fail_pending || d->graceful_done || d->fail_batch.deferred.n_notice ||
+               d->fail_batch.deferred.n_overflowed;
+}
+
+void dto_finish(struct dto_ep *d, struct dto_batch *b)
+{
+        struct dto_batch fb;
+        bool failed, graceful;
+
+        if (b)
+                evd_deferred_run(&b->deferred);
+        pthread_mutex_lock(&d->lock);
+        fb = d->fail_batch;
+        memset(&d->fail_batch, 0, sizeof(d->fail_batch));
+        failed = d->fail_pending;
+        graceful = d->graceful_done;
+        d->fail_pending = d->graceful_done = false;
+        pthread_mutex_unlock(&d->lock);
+        evd_deferred_run(&fb.deferred);
+        if (failed) {
+                teardown_channel(d);
+                conn_ep_data_failed(d->ep);
+        } else if (graceful) {
+                conn_finish_disconnect(d->ep);
+        }
+}
+
+bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
+{
+        bool moved = false;
+
+        if (d->state != DTO_RUNNING)
+                return false;
+        moved |= dto_tx_flush(d);
+        if (d->state == DTO_RUNNING)
+                moved |= dto_rx_poll(d, b);
+        if (d->state == DTO_RUNNING && d->rnr_deadline_ns)
+                moved |= dto_rx_retry_stalled(d, b);
+        if (d->state == DTO_RUNNING)
+                moved |= dto_tx_flush(d);
+        return moved;
+}
+
+/* ---- the connection code's side ----------------------------------------- */
+
+void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int *fds,
+                       unsigned nfds)
+{
+        struct channel *ch = NULL, *old = NULL;
+        struct dto_ep *d;
+        struct ep *ep;
+        int r;
+
+        dat_object_lock();
+        ep = ep_lookup((DAT_EP_HANDLE)(uintptr_t)ev->ep_handle);
+        if (ep && (ep->obj.parent != &ia->obj || ep->obj.closing))
+                ep = NULL;
+        dat_object_unlock();
+        if (!ep) {
+                dat_trace("data channel of connection %u for no EP of ours: closed", ev->conn_id);
+                channel_close_fds(fds, nfds);
+                return;
+        }
+        r = channel_create(ev, fds, nfds, &ch);
+        if (r < 0) {
+                dat_trace("EP %p: data channel of connection %u unusable: %s", ep->obj.handle,
+                          ev->conn_id, strerror(-r));
+                return;
+        }
+        d = dto_ep_get(ep);
+        if (!d) {
+                channel_destroy(ch);
+                return;
+        }
+        pthread_mutex_lock(&d->lock);
+        if (d->state == DTO_RUNNING) {
+                old = ch;
+        } else {
+                old = d->ch;
+                d->ch = ch;
+                d->offered_conn_id = ev->conn_id;
+        }
+        pthread_mutex_unlock(&d->lock);
+        channel_destroy(old);
+}
+
+static uint32_t rnr_timeout_ms(void)
+{
+        static uint32_t cached;
+        uint32_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+
+        if (!v) {
+                const char *e = getenv("DATD_RNR_TIMEOUT_MS");
+                long ms = e ? strtol(e, NULL, 10) : 0;
+
+                v = ms > 0 && ms < 3600000 ? (uint32_t)ms : DTO_RNR_TIMEOUT_MS;
+                __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+        }
+        return v;
+}
+
+uint64_t dto_rnr_timeout_ns(void)
+{
+        return (uint64_t)rnr_timeout_ms() * 1000000u;
+}
+
+DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
+{
+        struct dto_ep *d = dto_ep_get(ep);
+        bool ok;
+
+        if (!d)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        pthread_mutex_lock(&d->lock);
+        ok = d->ch && d->offered_conn_id == conn_id && d->state != DTO_RUNNING;
+        if (ok) {
+                d->state = DTO_RUNNING;
+                d->conn_id = conn_id;
+                d->broken = d->peer_gone = d->peer_bye = false;
+                d->next_seq = 1;
+                d->peer_seq = 0;
+                d->tx_next = d->resp_next = d->tail;
+                d->tx_item = DTO_TX_NONE;
+                d->rx_state = DTO_RX_HEADER;
+                d->rx_have = 0;
+                d->cma_to_peer = d->cma_from_peer = false;
+                dto_tx_hello(d);
+        }
+        pthread_mutex_unlock(&d->lock);
+        if (!ok)
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        if (dto_ia_add(d) < 0) {
+                struct dto_batch b = { 0 };
+
+                pthread_mutex_lock(&d->lock);
+                flush_all(d, &b);
+                d->state = DTO_DEAD;
+                pthread_mutex_unlock(&d->lock);
+                dto_finish(d, &b);
+                teardown_channel(d);
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        }
+        return DAT_SUCCESS;
+}
+
+bool dto_ep_stop(struct ep *ep)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        struct dto_batch b = { 0 };
+        bool broken;
+
+        if (!d)
+                return false;
+        pthread_mutex_lock(&d->lock);
+        if (d->state == DTO_RUNNING) {
+                /* What the peer sent before it disconnected still counts:
+                 * responses to our requests, its last Sends. */
+                dto_progress_locked(d, &b);
+        }
+        if (d->state == DTO_RUNNING) {
+                dto_tx_bye(d);
+                flush_all(d, &b);
+                d->state = DTO_DEAD;
+        }
+        broken = d->broken;
+        /* The connection code reports this end itself. */
+        d->fail_pending = false;
+        d->graceful_done = false;
+        pthread_mutex_unlock(&d->lock);
+        dto_finish(d, &b);
+        teardown_channel(d);
+        return broken;
+}
+
+bool dto_ep_disconnect(struct ep *ep, bool graceful)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        bool now = true;
+
+        if (!d || !graceful)
+                return true;
+        pthread_mutex_lock(&d->lock);
+        if (d->state == DTO_RUNNING && d->head != d->tail) {
+                d->graceful_pending = true;
+                now = false;
+        }
+        pthread_mutex_unlock(&d->lock);
+        return now;
+}
+
+void dto_ep_reset(struct ep *ep)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        struct channel *old = NULL;
+
+        if (!d)
+                return;
+        pthread_mutex_lock(&d->lock);
+        if (d->state != DTO_RUNNING) {
+                d->state = DTO_IDLE;
+                d->broken = false;
+                old = d->ch;
+                d->ch = NULL;
+        }
+        pthread_mutex_unlock(&d->lock);
+        if (old) {
+                dto_ia_remove_nowait(d);
+                channel_destroy(old);
+        }
+}
+
+void dto_ep_destroy(struct ep *ep)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+
+        if (!d)
+                return;
+        dto_ia_remove(d);
+        pthread_mutex_lock(&d->lock);
+        /* dat_ep_free(3DAT): the DTOs are destroyed, no completion; a bind
+         * in flight leaves its RMR as it was. */
+        for (uint32_t i = d->head; i != d->tail; i++) {
+                struct dto_req *r = &d->req[i % d->req_cap];
+                struct rmr *rmr = r->kind == DTO_REQ_BIND ? rmr_lookup(r->rmr) : NULL;
+
+                if (rmr)
+                        rmr_bind_complete(rmr, false);
+        }
+        pthread_mutex_unlock(&d->lock);
+        channel_destroy(d->ch);
+        free_queues(d);
+        pthread_mutex_destroy(&d->lock);
+        ep->dto = NULL;
+        free(d);
+}
+
+void dto_event_reaped(const DAT_EVENT *event)
+{
+        const DAT_DTO_COMPLETION_EVENT_DATA *e = &event->event_data.dto_completion_event_data;
+        struct srq *srq;
+        struct ep *ep;
+
+        if (event->event_number != DAT_DTO_COMPLETION_EVENT || e->operation != DAT_DTO_RECEIVE)
+                return;
+        ep = ep_lookup(e->ep_handle);
+        if (!ep || ep->srq == DAT_HANDLE_NULL)
+                return;
+        srq = srq_lookup(ep->srq);
+        if (srq)
+                srq_buffer_reaped(srq);
+}

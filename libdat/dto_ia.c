@@ -1,0 +1,390 @@
+/* An IA's running data paths (dto.h, struct dto_ia): the table the
+ * progress thread's epoll names them by, the progress thread's loop, and
+ * the polling that application threads do from dat_evd_dequeue and
+ * dat_evd_wait.
+ *
+ * Who touches a data path: its EP's posting calls (the consumer's thread,
+ * under the data path's lock), and under the table's lock the progress
+ * thread and polling application threads.  A data path leaves the table
+ * under the table's lock; from then on only its EP's calls reach it, and
+ * dto_ia_remove waits for `users` (threads finishing work they began under
+ * the table's lock) to drop to zero. */
+#include "config.h"
+
+#include "libdat/dto_engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libdat/ep.h"
+#include "libdat/evd_wait.h"
+#include "libdat/ia.h"
+
+/* epoll data: the slot in the high half, its generation in bits 2..31, the
+ * kind of descriptor in bits 0..1. */
+enum {
+        EV_CHANNEL = 0,
+        EV_PIDFD = 1,
+        EV_DATD = 2,
+        EV_CONTROL = 3,
+};
+#define EV_KIND_MASK 3u
+#define EV_STOP_KEY ((uint64_t)EV_CONTROL)
+#define EV_KICK_KEY ((uint64_t)EV_CONTROL | 4u)
+
+static uint64_t slot_key(uint32_t slot, uint32_t gen, unsigned kind)
+{
+        return (uint64_t)slot << 32 | (uint64_t)(gen & 0x3fffffffu) << 2 | kind;
+}
+
+int dto_ia_init(struct dto_ia *t)
+{
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EV_KICK_KEY };
+
+        memset(t, 0, sizeof(*t));
+        t->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (t->epfd < 0)
+                return -errno;
+        t->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (t->kick_fd < 0 || epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->kick_fd, &ev) < 0) {
+                int r = -errno;
+
+                if (t->kick_fd >= 0)
+                        close(t->kick_fd);
+                close(t->epfd);
+                return r;
+        }
+        pthread_mutex_init(&t->lock, NULL);
+        t->initialized = true;
+        return 0;
+}
+
+void dto_ia_fini(struct dto_ia *t)
+{
+        if (!t->initialized)
+                return;
+        close(t->kick_fd);
+        close(t->epfd);
+        free(t->slots);
+        pthread_mutex_destroy(&t->lock);
+        t->initialized = false;
+}
+
+static struct dto_ia *table_of(const struct dto_ep *d)
+{
+        return &d->ia->dto;
+}
+
+static int t_epfd(const struct dto_ep *d)
+{
+        return d->ia->dto.epfd;
+}
+
+void dto_ia_kick(struct ia *ia)
+{
+        uint64_t one = 1;
+
+        if (ia->dto.initialized)
+                (void)!write(ia->dto.kick_fd, &one, sizeof(one));
+}
+
+static int watch(struct dto_ia *t, int fd, uint32_t events, uint64_t key)
+{
+        struct epoll_event ev = { .events = events, .data.u64 = key };
+
+        return epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int dto_ia_add(struct dto_ep *d)
+{
+        struct dto_ia *t = table_of(d);
+        uint32_t slot;
+        int r;
+
+        pthread_mutex_lock(&t->lock);
+        for (slot = 0; slot < t->n_slots && t->slots[slot].d; slot++)
+                ;
+        if (slot == t->n_slots) {
+                uint32_t n = t->n_slots ? t->n_slots * 2 : 16;
+                struct dto_ia_slot *s = realloc(t->slots, n * sizeof(*s));
+
+                if (!s) {
+                        pthread_mutex_unlock(&t->lock);
+                        return -ENOMEM;
+                }
+                memset(s + t->n_slots, 0, (n - t->n_slots) * sizeof(*s));
+                t->slots = s;
+                t->n_slots = n;
+        }
+        t->slots[slot].gen++;
+        r = watch(t, d->ch->poll_fd, d->ch->ops->poll_events(d->ch, false),
+                  slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
+        if (r == 0 && d->ch->peer_pidfd >= 0)
+                r = watch(t, d->ch->peer_pidfd, EPOLLIN,
+                          slot_key(slot, t->slots[slot].gen, EV_PIDFD));
+        if (r < 0) {
+                (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
+                pthread_mutex_unlock(&t->lock);
+                return r;
+        }
+        t->slots[slot].d = d;
+        t->n_used++;
+        d->slot = slot;
+        d->poll_events = d->ch->ops->poll_events(d->ch, false);
+        d->registered = true;
+        pthread_mutex_unlock(&t->lock);
+        /* The progress thread arms the new channel before it sleeps again. */
+        dto_ia_kick(d->ia);
+        return 0;
+}
+
+void dto_ia_quiet(struct dto_ep *d)
+{
+        /* epoll needs no lock of ours; the table entry stays until the
+         * data path stops (a second DEL then fails harmlessly). */
+        (void)epoll_ctl(table_of(d)->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
+}
+
+void dto_ia_remove_nowait(struct dto_ep *d)
+{
+        struct dto_ia *t = table_of(d);
+
+        pthread_mutex_lock(&t->lock);
+        if (d->registered) {
+                t->slots[d->slot].d = NULL;
+                t->n_used--;
+                (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
+                if (d->ch->peer_pidfd >= 0)
+                        (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
+                d->registered = false;
+        }
+        pthread_mutex_unlock(&t->lock);
+}
+
+void dto_ia_remove(struct dto_ep *d)
+{
+        dto_ia_remove_nowait(d);
+        while (__atomic_load_n(&d->users, __ATOMIC_ACQUIRE) > 0)
+                dat_nap();
+}
+
+/* The data path a key names, or NULL.  Under the table's lock. */
+static struct dto_ep *slot_lookup(struct dto_ia *t, uint64_t key)
+{
+        uint32_t slot = (uint32_t)(key >> 32);
+
+        if (slot >= t->n_slots || !t->slots[slot].d ||
+            (t->slots[slot].gen & 0x3fffffffu) != ((uint32_t)key >> 2))
+                return NULL;
+        return t->slots[slot].d;
+}
+
+/* One step on d for a thread holding the table's lock.  When d needs
+ * finishing (dto_finish) *finish is set and d->users keeps d alive while
+ * the caller does that after dropping the table's lock. */
+static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
+                        struct dto_batch *b, bool *finish)
+{
+        bool moved = false;
+
+        *finish = false;
+        if (wait_for_lock)
+                pthread_mutex_lock(&d->lock);
+        else if (pthread_mutex_trylock(&d->lock) != 0)
+                return false;
+        if (d->state == DTO_RUNNING) {
+                if (peer_exited && !d->peer_bye) {
+                        d->peer_gone = true;
+                        dto_fail(d, "the peer process exited");
+                        moved = true;
+                } else if (peer_exited) {
+                        (void)epoll_ctl(t_epfd(d), EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
+                } else {
+                        moved = dto_progress_locked(d, b);
+                }
+        }
+        *finish = dto_needs_finish(d);
+        if (*finish)
+                __atomic_add_fetch(&d->users, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_unlock(&d->lock);
+        return moved;
+}
+
+/* After dropping the table's lock. */
+static void step_finish(struct dto_ep *d)
+{
+        dto_finish(d, NULL);
+        __atomic_sub_fetch(&d->users, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Polls every data path of the table (application threads: trylock, skip
+ * what is busy).  Those that need finishing are finished after the table's
+ * lock drops; at most a few per call, the rest next time. */
+#define POLL_FAILED_MAX 8
+
+static bool poll_all(struct dto_ia *t, bool wait)
+{
+        struct dto_ep *failed[POLL_FAILED_MAX];
+        struct dto_batch b = { 0 };
+        unsigned n_failed = 0;
+        bool moved = false;
+
+        if (wait)
+                pthread_mutex_lock(&t->lock);
+        else if (pthread_mutex_trylock(&t->lock) != 0)
+                return false;
+        for (uint32_t i = 0; i < t->n_slots && n_failed < POLL_FAILED_MAX; i++) {
+                struct dto_ep *d = t->slots[i].d;
+                bool f = false;
+
+                if (!d || (!wait && !d->ch->ops->readable(d->ch) && !dto_tx_pending(d) &&
+                            d->rnr_deadline_ns == 0))
+                        continue;
+                moved |= step_locked(d, wait, false, &b, &f);
+                if (f)
+                        failed[n_failed++] = d;
+        }
+        pthread_mutex_unlock(&t->lock);
+        evd_deferred_run(&b.deferred);
+        for (unsigned i = 0; i < n_failed; i++)
+                step_finish(failed[i]);
+        return moved;
+}
+
+bool dto_evd_poll(struct evd *evd)
+{
+        struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
+
+        if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
+                return false;
+        return poll_all(&ia->dto, false);
+}
+
+/* The progress thread, before sleeping: asks every channel to wake it, and
+ * watches TCP sockets for room where frames wait.  Returns the epoll
+ * timeout: 0 when work is there, else until the nearest receiver-not-ready
+ * deadline, else -1. */
+static int arm_all(struct dto_ia *t)
+{
+        uint64_t now = dto_now_ns(), next = 0;
+        bool work = false;
+
+        pthread_mutex_lock(&t->lock);
+        for (uint32_t i = 0; i < t->n_slots; i++) {
+                struct dto_ep *d = t->slots[i].d;
+                bool want_room;
+                unsigned events;
+
+                if (!d)
+                        continue;
+                pthread_mutex_lock(&d->lock);
+                if (d->state == DTO_RUNNING) {
+                        want_room = dto_tx_pending(d);
+                        events = d->ch->ops->poll_events(d->ch, want_room);
+                        if (events != d->poll_events) {
+                                struct epoll_event ev = {
+                                        .events = events,
+                                        .data.u64 = slot_key(i, t->slots[i].gen, EV_CHANNEL),
+                                };
+
+                                if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, d->ch->poll_fd, &ev) == 0)
+                                        d->poll_events = events;
+                        }
+                        if (!d->ch->ops->arm(d->ch, want_room))
+                                work = true;
+                        if (d->rnr_deadline_ns && (!next || d->rnr_deadline_ns < next))
+                                next = d->rnr_deadline_ns;
+                }
+                pthread_mutex_unlock(&d->lock);
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (work)
+                return 0;
+        if (!next)
+                return -1;
+        return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
+/* A channel or pidfd event. */
+static void on_slot_event(struct dto_ia *t, uint64_t key)
+{
+        struct dto_batch b = { 0 };
+        struct dto_ep *d;
+        bool finish = false;
+
+        pthread_mutex_lock(&t->lock);
+        d = slot_lookup(t, key);
+        if (d) {
+                pthread_mutex_lock(&d->lock);
+                if (d->state == DTO_RUNNING && (key & EV_KIND_MASK) == EV_CHANNEL) {
+                        d->ch->ops->woken(d->ch);
+                        d->ch->ops->disarm(d->ch);
+                }
+                pthread_mutex_unlock(&d->lock);
+                step_locked(d, true, (key & EV_KIND_MASK) == EV_PIDFD, &b, &finish);
+        }
+        pthread_mutex_unlock(&t->lock);
+        evd_deferred_run(&b.deferred);
+        if (d && finish)
+                step_finish(d);
+}
+
+static void drain_eventfd(int fd)
+{
+        uint64_t v;
+
+        (void)!read(fd, &v, sizeof(v));
+}
+
+#define EVENTS_MAX 64
+
+bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *), void *arg)
+{
+        struct dto_ia *t = &ia->dto;
+        struct epoll_event evs[EVENTS_MAX];
+        bool ok = true;
+
+        if (watch(t, datd_fd, EPOLLIN, EV_DATD) < 0 || watch(t, stop_fd, EPOLLIN, EV_STOP_KEY) < 0)
+                return false;
+        for (;;) {
+                int timeout = arm_all(t), n;
+                bool all = timeout >= 0;
+
+                n = epoll_wait(t->epfd, evs, EVENTS_MAX, timeout);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        ok = false;
+                        break;
+                }
+                for (int i = 0; i < n; i++) {
+                        uint64_t key = evs[i].data.u64;
+
+                        if (key == EV_STOP_KEY)
+                                goto out;
+                        if (key == EV_KICK_KEY) {
+                                drain_eventfd(t->kick_fd);
+                                all = true;
+                        } else if (key == EV_DATD) {
+                                if (!on_datd(arg)) {
+                                        ok = false;
+                                        goto out;
+                                }
+                        } else {
+                                on_slot_event(t, key);
+                        }
+                }
+                /* A kick, a deadline, or work found while arming: everyone. */
+                if (all)
+                        poll_all(t, true);
+        }
+out:
+        (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, datd_fd, NULL);
+        (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, stop_fd, NULL);
+        return ok;
+}

@@ -1,0 +1,369 @@
+/* The DAT entry points that post DTOs (dto.h gives the semantics):
+ * dat_ep_post_send, dat_ep_post_recv, dat_ep_post_rdma_write,
+ * dat_ep_post_rdma_read, and the posting half of dat_rmr_bind.
+ *
+ * Error codes where the man pages leave room:
+ * - a completion flag the operation does not take (SOLICITED_WAIT on an
+ *   RDMA, anything but UNSIGNALLED on a receive, unknown bits), or
+ *   UNSIGNALLED on an EP not configured for it: DAT_INVALID_PARAMETER
+ *   naming the flags argument;
+ * - num_segments below 0 or above the EP's max_*_iov: ARG2; local_iov NULL
+ *   with segments: ARG3; remote_iov NULL: ARG5;
+ * - a full request or receive queue: DAT_INSUFFICIENT_RESOURCES |
+ *   DAT_RESOURCE_TEP;
+ * - dat_ep_post_recv on an EP created with an SRQ: DAT_INVALID_STATE (its
+ *   receives are the SRQ's: dat_srq_post_recv). */
+#include "config.h"
+
+#include "libdat/dto_engine.h"
+
+#include <string.h>
+
+#include "libdat/ep.h"
+#include "libdat/ia.h"
+#include "libdat/lmr.h"
+#include "libdat/pz.h"
+#include "libdat/rmr.h"
+
+#define REQUEST_FLAGS                                                                    \
+        (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG |             \
+         DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG)
+
+static bool ep_connected(DAT_EP_STATE s)
+{
+        return s == DAT_EP_STATE_CONNECTED || s == DAT_EP_STATE_CONNECTED_SINGLE_PATH ||
+               s == DAT_EP_STATE_CONNECTED_MULTI_PATH;
+}
+
+/* What the request's local segments may do (the man pages' return codes):
+ * an lmr_context no LMR of the IA has, or one lacking the privilege:
+ * DAT_PRIVILEGES_VIOLATION; an LMR of another PZ: DAT_PROTECTION_VIOLATION.
+ * A segment outside its LMR is no refusal here: *outside is set and the
+ * request completes DAT_DTO_ERR_LOCAL_PROTECTION (for receives the caller
+ * refuses it).  *total gets the bytes. */
+static DAT_RETURN check_segments(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov,
+                                 DAT_MEM_PRIV_FLAGS priv, uint64_t *total, bool *outside)
+{
+        struct ia *ia = ep_ia(ep);
+        const struct dat_object *pz = ep_pz_object(ep);
+
+        *total = 0;
+        *outside = false;
+        for (DAT_COUNT i = 0; i < n; i++) {
+                struct lmr *lmr = NULL;
+                DAT_RETURN r = lmr_find_by_context(ia, iov[i].lmr_context, iov[i].virtual_address,
+                                                   iov[i].segment_length, priv, &lmr);
+
+                switch (DAT_GET_TYPE(r)) {
+                case DAT_SUCCESS:
+                        break;
+                case DAT_LENGTH_ERROR:
+                        *outside = true;
+                        continue;
+                default:
+                        return DAT_ERR(DAT_PRIVILEGES_VIOLATION, DAT_NO_SUBTYPE);
+                }
+                if (&lmr->pz->obj != pz)
+                        return DAT_ERR(DAT_PROTECTION_VIOLATION, DAT_NO_SUBTYPE);
+                *total += iov[i].segment_length;
+        }
+        return DAT_SUCCESS;
+}
+
+struct post_args {
+        uint8_t kind;
+        DAT_COUNT n;
+        const DAT_LMR_TRIPLET *iov;
+        DAT_DTO_COOKIE cookie;
+        const DAT_RMR_TRIPLET *remote;
+        DAT_COMPLETION_FLAGS flags;
+        int flags_arg;
+};
+
+/* The argument checks before the EP's lock. */
+static DAT_RETURN check_request(struct ep *ep, const struct post_args *a)
+{
+        DAT_COMPLETION_FLAGS allowed = REQUEST_FLAGS;
+
+        if (a->kind != DTO_REQ_SEND)
+                allowed &= ~(DAT_COMPLETION_FLAGS)DAT_COMPLETION_SOLICITED_WAIT_FLAG;
+        if (a->flags & ~allowed)
+                return DAT_ERR_ARG(a->flags_arg);
+        /* dat_ep_post_send(3DAT): UNSIGNALLED "is only valid if the Endpoint
+         * Request Completion Flags" have it. */
+        if ((a->flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
+            !(ep->attr.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG))
+                return DAT_ERR_ARG(a->flags_arg);
+        if (a->n < 0 || a->n > ep->attr.max_request_iov || a->n > DTO_MAX_SEGS)
+                return DAT_ERR_ARG(2);
+        if (a->n > 0 && !a->iov)
+                return DAT_ERR_ARG(3);
+        if (a->kind != DTO_REQ_SEND && !a->remote)
+                return DAT_ERR_ARG(5);
+        if (!ep_connected(ep_state(ep)))
+                return ep_invalid_state(ep_state(ep));
+        return DAT_SUCCESS;
+}
+
+/* Queues a request that passed every check; *fail says the data path
+ * failed on it (a local error completion).  Under lock. */
+static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, uint64_t total,
+                                  DAT_DTO_COMPLETION_STATUS local_status)
+{
+        struct dto_req *r;
+        uint32_t slot;
+
+        if (d->state != DTO_RUNNING)
+                return ep_invalid_state(ep_state(d->ep));
+        if (d->tail - d->head >= d->req_cap || (uint32_t)a->n > d->req_iov_max)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
+        slot = d->tail % d->req_cap;
+        r = &d->req[slot];
+        *r = (struct dto_req){
+                .cookie = a->cookie,
+                .flags = a->flags,
+                .kind = a->kind,
+                .length = total,
+                .nseg = (uint32_t)a->n,
+        };
+        if (a->n)
+                memcpy(&d->req_iov[(size_t)slot * d->req_iov_max], a->iov,
+                       (size_t)a->n * sizeof(*a->iov));
+        if (a->remote) {
+                r->rmr_context = a->remote->rmr_context;
+                r->remote_addr = a->remote->virtual_address;
+        }
+        if (local_status != DAT_DTO_SUCCESS) {
+                r->local = r->done = true;
+                r->status = local_status;
+        } else {
+                r->seq = d->next_seq++;
+        }
+        d->tail++;
+        __atomic_add_fetch(&d->ep->request_outstanding, 1, __ATOMIC_RELAXED);
+        return DAT_SUCCESS;
+}
+
+static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *a)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+        DAT_DTO_COMPLETION_STATUS local = DAT_DTO_SUCCESS;
+        struct dto_batch b = { 0 };
+        const struct transport_caps *caps;
+        struct dto_ep *d;
+        uint64_t total;
+        DAT_RETURN ret;
+        bool outside, finish, kick;
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        ret = check_request(ep, a);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        ret = check_segments(ep, a->n, a->iov,
+                             a->kind == DTO_REQ_READ ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
+                                                     : DAT_MEM_PRIV_LOCAL_READ_FLAG,
+                             &total, &outside);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        caps = ep_ia(ep)->caps;
+        if (outside)
+                local = DAT_DTO_ERR_LOCAL_PROTECTION;
+        else if (total > (a->kind == DTO_REQ_SEND ? caps->max_message_size : caps->max_rdma_size))
+                local = DAT_DTO_ERR_LOCAL_LENGTH;
+        d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        if (!d)
+                return ep_invalid_state(ep_state(ep));
+        pthread_mutex_lock(&d->lock);
+        ret = enqueue_request(d, a, total, local);
+        if (ret == DAT_SUCCESS) {
+                if (local != DAT_DTO_SUCCESS)
+                        /* Like a NIC's local error: the connection ends. */
+                        dto_fail(d, "a local segment is outside its LMR or too long");
+                else
+                        dto_tx_flush(d);
+        }
+        finish = dto_needs_finish(d);
+        /* Frames wait for room: the progress thread must watch for it. */
+        kick = d->state == DTO_RUNNING && dto_tx_pending(d);
+        pthread_mutex_unlock(&d->lock);
+        if (kick)
+                dto_ia_kick(d->ia);
+        if (finish)
+                dto_finish(d, &b);
+        return ret;
+}
+
+_public_ DAT_RETURN dat_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
+                                     DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
+                                     DAT_COMPLETION_FLAGS completion_flags)
+{
+        struct post_args a = { .kind = DTO_REQ_SEND, .n = num_segments, .iov = local_iov,
+                               .cookie = user_cookie, .flags = completion_flags,
+                               .flags_arg = 5 };
+
+        return post_request(ep_handle, &a);
+}
+
+_public_ DAT_RETURN dat_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
+                                           DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
+                                           const DAT_RMR_TRIPLET *remote_iov,
+                                           DAT_COMPLETION_FLAGS completion_flags)
+{
+        struct post_args a = { .kind = DTO_REQ_WRITE, .n = num_segments, .iov = local_iov,
+                               .cookie = user_cookie, .remote = remote_iov,
+                               .flags = completion_flags, .flags_arg = 6 };
+
+        return post_request(ep_handle, &a);
+}
+
+_public_ DAT_RETURN dat_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
+                                          DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
+                                          const DAT_RMR_TRIPLET *remote_iov,
+                                          DAT_COMPLETION_FLAGS completion_flags)
+{
+        struct post_args a = { .kind = DTO_REQ_READ, .n = num_segments, .iov = local_iov,
+                               .cookie = user_cookie, .remote = remote_iov,
+                               .flags = completion_flags, .flags_arg = 6 };
+
+        return post_request(ep_handle, &a);
+}
+
+/* ---- receives -------------------------------------------------------------- */
+
+static DAT_RETURN check_recv(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov,
+                             DAT_COMPLETION_FLAGS flags)
+{
+        uint64_t total;
+        bool outside;
+        DAT_RETURN ret;
+
+        if (ep->srq != DAT_HANDLE_NULL)
+                return DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
+        if (n < 0 || n > ep->attr.max_recv_iov || n > DTO_MAX_SEGS)
+                return DAT_ERR_ARG(2);
+        if (n > 0 && !iov)
+                return DAT_ERR_ARG(3);
+        /* dat_ep_post_recv(3DAT): only the notification flag, and only on
+         * an EP whose Recv Completion Flags have it. */
+        if ((flags & ~(DAT_COMPLETION_FLAGS)DAT_COMPLETION_UNSIGNALLED_FLAG) ||
+            ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
+             !(ep->attr.recv_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG)))
+                return DAT_ERR_ARG(5);
+        ret = check_segments(ep, n, iov, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &total, &outside);
+        if (ret == DAT_SUCCESS && outside)
+                /* As dat_srq_post_recv does for a segment outside its LMR. */
+                ret = DAT_ERR_ARG(3);
+        return ret;
+}
+
+_public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
+                                     DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
+                                     DAT_COMPLETION_FLAGS completion_flags)
+{
+        struct ep *ep = ep_lookup(ep_handle);
+        struct dto_batch b = { 0 };
+        struct dto_recv *r;
+        struct dto_ep *d;
+        DAT_RETURN ret;
+        bool finish;
+
+        if (!ep)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        ret = check_recv(ep, num_segments, local_iov, completion_flags);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        d = dto_ep_get(ep);
+        if (!d)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        pthread_mutex_lock(&d->lock);
+        if (d->rq_count == d->recv_cap || (uint32_t)num_segments > d->recv_iov_max) {
+                pthread_mutex_unlock(&d->lock);
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
+        }
+        r = &d->rq[(d->rq_head + d->rq_count) % d->recv_cap];
+        r->cookie = user_cookie;
+        r->flags = completion_flags;
+        r->nseg = (uint32_t)num_segments;
+        r->iov = &d->rq_iov[(size_t)((d->rq_head + d->rq_count) % d->recv_cap) * d->recv_iov_max];
+        if (num_segments)
+                memcpy(r->iov, local_iov, (size_t)num_segments * sizeof(*local_iov));
+        __atomic_add_fetch(&ep->recv_outstanding, 1, __ATOMIC_RELAXED);
+        if (d->state == DTO_DEAD) {
+                /* The connection is gone: like a QP in the error state, the
+                 * receive completes flushed at once. */
+                dto_complete_recv(d, r, false, DAT_DTO_ERR_FLUSHED, 0, true, &b);
+        } else {
+                d->rq_count++;
+                /* A Send waiting for this receive goes on now. */
+                if (d->state == DTO_RUNNING && d->rnr_deadline_ns)
+                        dto_progress_locked(d, &b);
+        }
+        finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
+        pthread_mutex_unlock(&d->lock);
+        if (ep->soft_hw_armed || ep->hard_hw_armed)
+                ep_check_watermarks(ep);
+        if (finish)
+                dto_finish(d, &b);
+        return DAT_SUCCESS;
+}
+
+/* An SRQ got buffers: a Send of one of its EPs may be waiting. */
+void dto_srq_posted(struct ia *ia)
+{
+        if (__atomic_load_n(&ia->dto.n_stalled, __ATOMIC_RELAXED) > 0)
+                dto_ia_kick(ia);
+}
+
+/* ---- RMR binds ---------------------------------------------------------- */
+
+DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_handle,
+                         const DAT_LMR_TRIPLET *triplet, DAT_MEM_PRIV_FLAGS mem_priv,
+                         DAT_VA_TYPE va_type, DAT_RMR_COOKIE cookie,
+                         DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT *context)
+{
+        struct dto_batch b = { 0 };
+        struct dto_ep *d = dto_ep_get(ep);
+        DAT_RMR_CONTEXT ctx = 0;
+        struct dto_req *r;
+        DAT_RETURN ret;
+
+        if (!d)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        pthread_mutex_lock(&d->lock);
+        if (d->tail - d->head >= d->req_cap) {
+                pthread_mutex_unlock(&d->lock);
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
+        }
+        if (rmr->has_pending) {
+                /* One bind in flight per RMR (rmr.h). */
+                pthread_mutex_unlock(&d->lock);
+                return DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
+        }
+        ret = rmr_bind_prepare(rmr, lmr_handle, triplet, mem_priv, va_type, &ctx);
+        if (ret != DAT_SUCCESS) {
+                pthread_mutex_unlock(&d->lock);
+                return ret;
+        }
+        r = &d->req[d->tail % d->req_cap];
+        *r = (struct dto_req){
+                .cookie = cookie,
+                .flags = flags,
+                .kind = DTO_REQ_BIND,
+                .local = true,
+                .done = true,
+                /* dat_rmr_bind(3DAT): on a Disconnected EP the bind fails. */
+                .status = d->state == DTO_RUNNING ? DAT_DTO_SUCCESS : DAT_RMR_BIND_FAILURE,
+                .rmr = rmr->obj.handle,
+                .bind_context = ctx,
+        };
+        d->tail++;
+        __atomic_add_fetch(&ep->request_outstanding, 1, __ATOMIC_RELAXED);
+        /* In order: it completes after what was posted before it. */
+        dto_deliver_requests(d, &b);
+        pthread_mutex_unlock(&d->lock);
+        dto_finish(d, &b);
+        if (context)
+                *context = ctx;
+        return DAT_SUCCESS;
+}

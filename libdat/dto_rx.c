@@ -1,0 +1,617 @@
+/* What a data path reads from its channel (dto_engine.h): a parser that
+ * survives partial reads (header, segment descriptors, payload straight
+ * into its destination), and the target side of the peer's requests:
+ * receives matched to Sends, RDMA Writes and Reads served against our own
+ * memory tables (rmr_context, bounds, privileges, PZ), responses matched
+ * to our requests in order.
+ *
+ * The peer is not trusted: every field is checked before it is used, and
+ * a frame that breaks dto_wire.h's rules fails the connection. */
+#include "config.h"
+
+#include "libdat/dto_engine.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "libdat/ep.h"
+#include "libdat/ia.h"
+#include "libdat/lmr.h"
+#include "libdat/pz.h"
+#include "libdat/rmr.h"
+#include "libdat/srq.h"
+
+enum action {
+        ACT_NEXT,                       /* the frame is handled, or its payload follows */
+        ACT_STALL,                      /* a Send waits for a receive */
+        ACT_FAIL,                       /* the connection failed */
+};
+
+static enum action protocol_error(struct dto_ep *d, const char *why)
+{
+        dto_fail(d, why);
+        return ACT_FAIL;
+}
+
+/* Requests from the peer arrive numbered 1, 2, ... */
+static bool next_peer_seq(struct dto_ep *d, uint32_t seq)
+{
+        if (seq != d->peer_seq + 1)
+                return false;
+        d->peer_seq = seq;
+        return true;
+}
+
+/* Sets the sink for the payload: n iovecs, len bytes in all. */
+static void sink_set(struct dto_ep *d, const struct iovec *iov, int n, uint64_t len)
+{
+        memcpy(d->rx_sink, iov, (size_t)n * sizeof(*iov));
+        d->rx_nsink = n;
+        d->rx_left = len;
+        d->rx_state = DTO_RX_PAYLOAD;
+}
+
+static bool respond(struct dto_ep *d, uint8_t op, uint32_t seq, uint32_t status, uint64_t len,
+                    uint8_t flags, const struct iovec *data)
+{
+        struct dto_frame f = { .op = op, .flags = flags, .seq = seq, .len = len,
+                               .status = status };
+        bool fatal = status != DAT_DTO_SUCCESS;
+
+        if (!dto_tx_respond(d, &f, data, fatal)) {
+                dto_fail(d, "the peer does not read its responses");
+                return false;
+        }
+        if (fatal)
+                d->rx_fatal = true;
+        return true;
+}
+
+/* ---- cross-memory attach ------------------------------------------------- */
+
+static struct iovec seg_iov(const struct dto_seg *s)
+{
+        return (struct iovec){ (void *)(uintptr_t)s->addr, (size_t)s->len };
+}
+
+/* Moves len bytes between local and the peer's segments (pull: from the
+ * peer).  True when all of them moved. */
+static bool cma_move(struct dto_ep *d, const struct iovec *local, int nlocal, uint64_t len,
+                     bool pull)
+{
+        struct iovec remote[DTO_MAX_SEGS];
+        uint64_t total = 0;
+        ssize_t n;
+
+        for (unsigned i = 0; i < d->rx.nseg; i++) {
+                remote[i] = seg_iov(&d->rx_segs[i]);
+                total += d->rx_segs[i].len;
+        }
+        if (total != len)
+                return false;
+        if (len == 0)
+                return true;
+        if (pull)
+                n = process_vm_readv(d->ch->peer_pid, local, (unsigned long)nlocal, remote,
+                                     d->rx.nseg, 0);
+        else
+                n = process_vm_writev(d->ch->peer_pid, local, (unsigned long)nlocal, remote,
+                                      d->rx.nseg, 0);
+        return n >= 0 && (uint64_t)n == len;
+}
+
+/* ---- receives ------------------------------------------------------------ */
+
+/* Takes the receive for an arriving Send: the EP's oldest, or its SRQ's. */
+static bool take_recv(struct dto_ep *d)
+{
+        struct srq *srq;
+        DAT_COUNT n = 0;
+
+        if (d->ep->srq == DAT_HANDLE_NULL) {
+                if (d->rq_count == 0)
+                        return false;
+                d->rx_recv = d->rq[d->rq_head];
+                d->rq_head = (d->rq_head + 1) % d->recv_cap;
+                d->rq_count--;
+                d->rx_recv_srq = false;
+        } else {
+                srq = srq_lookup(d->ep->srq);
+                if (!srq || !srq_buffer_take(srq, &d->rx_recv.cookie, &n, d->rx_srq_iov))
+                        return false;
+                d->rx_recv.flags = DAT_COMPLETION_DEFAULT_FLAG;
+                d->rx_recv.nseg = (uint32_t)n;
+                d->rx_recv.iov = d->rx_srq_iov;
+                d->rx_recv_srq = true;
+                /* dat_ep_recv_query(3DAT): taken buffers count at the EP. */
+                __atomic_add_fetch(&d->ep->recv_outstanding, 1, __ATOMIC_RELAXED);
+        }
+        d->rx_recv_taken = true;
+        return true;
+}
+
+/* The receive's segments as iovecs, checked again now (the LMR may have
+ * gone since the post): DAT_DTO_SUCCESS with the capacity, or
+ * DAT_DTO_ERR_LOCAL_PROTECTION. */
+static DAT_DTO_COMPLETION_STATUS recv_iovecs(struct dto_ep *d, struct iovec *iov, int *n,
+                                             uint64_t *capacity)
+{
+        const DAT_LMR_TRIPLET *t = d->rx_recv.iov;
+
+        *n = 0;
+        *capacity = 0;
+        for (uint32_t i = 0; i < d->rx_recv.nseg; i++) {
+                struct lmr *lmr;
+
+                if (t[i].segment_length == 0)
+                        continue;
+                if (lmr_find_by_context(d->ia, t[i].lmr_context, t[i].virtual_address,
+                                        t[i].segment_length, DAT_MEM_PRIV_LOCAL_WRITE_FLAG,
+                                        &lmr) != DAT_SUCCESS)
+                        return DAT_DTO_ERR_LOCAL_PROTECTION;
+                iov[(*n)++] = (struct iovec){ (void *)(uintptr_t)t[i].virtual_address,
+                                              (size_t)t[i].segment_length };
+                *capacity += t[i].segment_length;
+        }
+        return DAT_DTO_SUCCESS;
+}
+
+/* Cuts iov down to len bytes (dat_ep_post_recv(3DAT): the front segments
+ * fill first, one partially, the rest not at all). */
+static int iov_trim(struct iovec *iov, int n, uint64_t len)
+{
+        for (int i = 0; i < n; i++) {
+                if (len <= iov[i].iov_len) {
+                        iov[i].iov_len = (size_t)len;
+                        return len ? i + 1 : i;
+                }
+                len -= iov[i].iov_len;
+        }
+        return n;
+}
+
+/* dat_ep_post_recv(3DAT): notification as the connection's Solicited Wait
+ * configuration and the matching Send's flags say. */
+static bool recv_notifies(const struct dto_ep *d)
+{
+        if (d->rx_recv.flags & DAT_COMPLETION_UNSIGNALLED_FLAG)
+                return false;
+        if (d->ep->attr.recv_completion_flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)
+                return d->rx.flags & DTO_F_SOLICITED;
+        return true;
+}
+
+static void recv_done(struct dto_ep *d, DAT_DTO_COMPLETION_STATUS status, struct dto_batch *b)
+{
+        dto_complete_recv(d, &d->rx_recv, d->rx_recv_srq, status, d->rx.len,
+                          status == DAT_DTO_SUCCESS ? recv_notifies(d) : true, b);
+        d->rx_recv_taken = false;
+}
+
+static void stall_clear(struct dto_ep *d)
+{
+        if (d->rnr_deadline_ns) {
+                d->rnr_deadline_ns = 0;
+                __atomic_sub_fetch(&d->ia->dto.n_stalled, 1, __ATOMIC_RELAXED);
+        }
+}
+
+static enum action on_send(struct dto_ep *d, struct dto_batch *b)
+{
+        struct iovec iov[DTO_MAX_SEGS];
+        DAT_DTO_COMPLETION_STATUS st;
+        uint64_t capacity;
+        int n;
+
+        if (!d->rx_recv_taken && !take_recv(d)) {
+                /* Receiver not ready: the Send waits, and the stream with
+                 * it, until a receive is posted or the time runs out. */
+                if (!d->rnr_deadline_ns) {
+                        d->rnr_deadline_ns = dto_now_ns() + dto_rnr_timeout_ns();
+                        __atomic_add_fetch(&d->ia->dto.n_stalled, 1, __ATOMIC_RELAXED);
+                }
+                return ACT_STALL;
+        }
+        stall_clear(d);
+        st = recv_iovecs(d, iov, &n, &capacity);
+        if (st == DAT_DTO_SUCCESS && d->rx.len > capacity)
+                /* dat_ep_post_recv(3DAT): a message larger than the buffer */
+                st = DAT_DTO_ERR_LOCAL_LENGTH;
+        if (st != DAT_DTO_SUCCESS) {
+                recv_done(d, st, b);
+                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_ERR_REMOTE_RESPONDER, 0, 0, NULL);
+                return ACT_NEXT;
+        }
+        n = iov_trim(iov, n, d->rx.len);
+        if (d->rx.flags & DTO_F_CMA) {
+                if (!cma_move(d, iov, n, d->rx.len, true))
+                        return protocol_error(d, "cannot read a Send from the peer's memory");
+                d->bytes_received += d->rx.len;
+                recv_done(d, DAT_DTO_SUCCESS, b);
+                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+                return ACT_NEXT;
+        }
+        sink_set(d, iov, n, d->rx.len);
+        return ACT_NEXT;
+}
+
+/* ---- RDMA served --------------------------------------------------------- */
+
+/* The target memory of an RDMA request, checked against our tables: the
+ * rmr_context must be one of this IA's, the range inside what it exposes
+ * with the privilege asked, and its PZ the EP's. */
+static bool rdma_target(struct dto_ep *d, DAT_MEM_PRIV_FLAGS priv, struct iovec *target)
+{
+        struct lmr *lmr;
+        struct pz *pz;
+
+        if (rmr_context_find(d->ia, d->rx.rmr_context, d->rx.addr, d->rx.len, priv, &lmr,
+                             &pz) != DAT_SUCCESS)
+                return false;
+        if (!pz || &pz->obj != ep_pz_object(d->ep))
+                return false;
+        *target = (struct iovec){ (void *)(uintptr_t)d->rx.addr, (size_t)d->rx.len };
+        return true;
+}
+
+static enum action on_write(struct dto_ep *d)
+{
+        struct iovec target;
+
+        if (!rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &target)) {
+                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_ERR_REMOTE_ACCESS, 0, 0, NULL);
+                return ACT_NEXT;
+        }
+        if (d->rx.flags & DTO_F_CMA) {
+                if (!cma_move(d, &target, 1, d->rx.len, true))
+                        return protocol_error(d, "cannot read an RDMA Write from the peer");
+                d->bytes_received += d->rx.len;
+                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+                return ACT_NEXT;
+        }
+        sink_set(d, &target, d->rx.len ? 1 : 0, d->rx.len);
+        return ACT_NEXT;
+}
+
+static enum action on_read_req(struct dto_ep *d)
+{
+        struct iovec source;
+
+        if (!rdma_target(d, DAT_MEM_PRIV_REMOTE_READ_FLAG, &source)) {
+                respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_ERR_REMOTE_ACCESS, 0, 0, NULL);
+                return ACT_NEXT;
+        }
+        if (d->rx.flags & DTO_F_CMA) {
+                if (!cma_move(d, &source, 1, d->rx.len, false))
+                        return protocol_error(d, "cannot write an RDMA Read to the peer");
+                d->bytes_sent += d->rx.len;
+                respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_SUCCESS, 0, DTO_F_CMA, NULL);
+                return ACT_NEXT;
+        }
+        respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_SUCCESS, d->rx.len, 0,
+                d->rx.len ? &source : NULL);
+        d->rx_state = DTO_RX_HEADER;
+        return ACT_NEXT;
+}
+
+/* ---- responses to our requests -------------------------------------------- */
+
+/* The request the next response must answer. */
+static struct dto_req *awaited(struct dto_ep *d, uint32_t *slot)
+{
+        while (d->resp_next != d->tx_next) {
+                struct dto_req *r = &d->req[d->resp_next % d->req_cap];
+
+                if (!r->local && !r->done) {
+                        *slot = d->resp_next % d->req_cap;
+                        return r;
+                }
+                d->resp_next++;
+        }
+        return NULL;
+}
+
+static void request_done(struct dto_ep *d, struct dto_req *r, uint32_t status,
+                         struct dto_batch *b)
+{
+        r->status = (DAT_DTO_COMPLETION_STATUS)status;
+        r->done = true;
+        if (r->kind == DTO_REQ_READ && d->reads_in_flight > 0)
+                d->reads_in_flight--;
+        if (status == DAT_DTO_SUCCESS)
+                d->bytes_sent += r->kind == DTO_REQ_READ ? 0 : r->length;
+        d->resp_next++;
+        dto_deliver_requests(d, b);
+        if (status != DAT_DTO_SUCCESS)
+                /* The target refused: the connection is over on both sides. */
+                dto_fail(d, "the peer refused a request");
+}
+
+static enum action on_response(struct dto_ep *d, struct dto_batch *b)
+{
+        uint32_t slot = 0, status = d->rx.status;
+        struct dto_req *r = awaited(d, &slot);
+        bool read = d->rx.op == DTO_OP_READ_RESP;
+
+        if (!r || r->seq != d->rx.seq || (r->kind == DTO_REQ_READ) != read ||
+            status > DAT_DTO_ERR_LOCAL_MM_ERROR || ((d->rx.flags & DTO_F_CMA) && !r->cma))
+                return protocol_error(d, "a response to no request of ours");
+        if (!read || status != DAT_DTO_SUCCESS || (d->rx.flags & DTO_F_CMA)) {
+                if (d->rx.len != 0)
+                        return protocol_error(d, "a response with a payload it cannot have");
+                request_done(d, r, status, b);
+                return d->state == DTO_RUNNING ? ACT_NEXT : ACT_FAIL;
+        }
+        /* An RDMA Read's data, inline: into our segments. */
+        if (d->rx.len != r->length)
+                return protocol_error(d, "an RDMA Read answered with the wrong length");
+        {
+                struct iovec iov[DTO_MAX_SEGS];
+                const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+                int n = 0;
+
+                for (uint32_t i = 0; i < r->nseg; i++)
+                        if (t[i].segment_length > 0)
+                                iov[n++] = (struct iovec){
+                                        (void *)(uintptr_t)t[i].virtual_address,
+                                        (size_t)t[i].segment_length };
+                n = iov_trim(iov, n, d->rx.len);
+                sink_set(d, iov, n, d->rx.len);
+        }
+        return ACT_NEXT;
+}
+
+/* ---- the parser ----------------------------------------------------------- */
+
+/* The peer's HELLO: can we reach its memory? */
+static void on_hello_payload(struct dto_ep *d)
+{
+        uint64_t seen = 0;
+        struct iovec local = { &seen, sizeof(seen) };
+        struct iovec remote = { (void *)(uintptr_t)d->rx.addr, sizeof(seen) };
+        bool ok = false;
+
+        if (d->rx.addr && d->ch->same_host && d->ch->peer_pid > 0)
+                ok = process_vm_readv(d->ch->peer_pid, &local, 1, &remote, 1, 0) ==
+                             (ssize_t)sizeof(seen) &&
+                     seen == d->rx_scratch;
+        d->cma_to_peer = ok;
+        d->cma_ok_value = ok;
+        d->cma_ok_owed = true;
+}
+
+/* Limits a frame's fields before anything else looks at them. */
+static bool frame_sane(const struct dto_ep *d, const struct dto_frame *f)
+{
+        const struct transport_caps *caps = d->ia->caps;
+
+        if (f->nseg > DTO_MAX_SEGS || (f->nseg && !(f->flags & DTO_F_CMA)))
+                return false;
+        switch (f->op) {
+        case DTO_OP_HELLO:
+                return f->len == sizeof(uint64_t) && !f->nseg;
+        case DTO_OP_CMA_OK:
+                return f->len == 0 && f->status <= 1;
+        case DTO_OP_SEND:
+                return f->len <= caps->max_message_size;
+        case DTO_OP_WRITE:
+        case DTO_OP_READ_REQ:
+                return f->len <= caps->max_rdma_size;
+        case DTO_OP_ACK:
+        case DTO_OP_READ_RESP:
+                return !f->nseg;
+        case DTO_OP_BYE:
+                return f->len == 0 && !f->nseg;
+        default:
+                return false;
+        }
+}
+
+static enum action on_header(struct dto_ep *d, struct dto_batch *b)
+{
+        switch (d->rx.op) {
+        case DTO_OP_HELLO:
+                sink_set(d, &(struct iovec){ &d->rx_scratch, sizeof(d->rx_scratch) }, 1,
+                         sizeof(d->rx_scratch));
+                return ACT_NEXT;
+        case DTO_OP_CMA_OK:
+                d->cma_from_peer = d->rx.status == 1 && d->ch->same_host;
+                d->rx_state = DTO_RX_HEADER;
+                return ACT_NEXT;
+        case DTO_OP_ACK:
+        case DTO_OP_READ_RESP:
+                d->rx_state = DTO_RX_HEADER;
+                return on_response(d, b);
+        case DTO_OP_BYE:
+                /* The peer disconnects: nothing follows; datd's event
+                 * ends the connection here. */
+                d->rx_state = DTO_RX_HEADER;
+                d->peer_bye = true;
+                dto_ia_quiet(d);
+                return ACT_STALL;
+        default:
+                break;
+        }
+        /* A request of the peer's; a CMA one with segments describes its
+         * payload, which is then not inline. */
+        if (!d->rx_recv_taken && d->rnr_deadline_ns == 0 && !next_peer_seq(d, d->rx.seq))
+                return protocol_error(d, "a request out of sequence");
+        if ((d->rx.flags & DTO_F_CMA) && !d->cma_to_peer)
+                return protocol_error(d, "cross-memory attach we never offered");
+        d->rx_state = DTO_RX_HEADER;
+        switch (d->rx.op) {
+        case DTO_OP_SEND:
+                return on_send(d, b);
+        case DTO_OP_WRITE:
+                return on_write(d);
+        default:
+                return on_read_req(d);
+        }
+}
+
+/* The payload is in. */
+static void on_payload_done(struct dto_ep *d, struct dto_batch *b)
+{
+        uint32_t slot;
+        struct dto_req *r;
+
+        d->rx_state = DTO_RX_HEADER;
+        switch (d->rx.op) {
+        case DTO_OP_HELLO:
+                on_hello_payload(d);
+                break;
+        case DTO_OP_SEND:
+                d->bytes_received += d->rx.len;
+                recv_done(d, DAT_DTO_SUCCESS, b);
+                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+                break;
+        case DTO_OP_WRITE:
+                d->bytes_received += d->rx.len;
+                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+                break;
+        case DTO_OP_READ_RESP:
+                r = awaited(d, &slot);
+                if (r)
+                        request_done(d, r, DAT_DTO_SUCCESS, b);
+                break;
+        default:
+                break;
+        }
+}
+
+/* Reads into the header or segment buffer; false when nothing more came. */
+static bool read_fixed(struct dto_ep *d, void *buf, uint32_t want, bool *moved)
+{
+        struct iovec iov = { (char *)buf + d->rx_have, want - d->rx_have };
+        ssize_t n = d->ch->ops->readv(d->ch, &iov, 1);
+
+        if (n < 0) {
+                d->peer_gone = true;
+                dto_fail(d, "the peer closed the channel");
+                return false;
+        }
+        if (n == 0)
+                return false;
+        *moved = true;
+        d->rx_have += (uint32_t)n;
+        return true;
+}
+
+static bool read_payload(struct dto_ep *d, bool *moved)
+{
+        struct iovec iov[DTO_MAX_SEGS + 1];
+        int n = 0;
+        ssize_t got;
+
+        {
+                uint64_t left = d->rx_left;
+
+                for (int i = 0; i < d->rx_nsink && left; i++) {
+                        iov[n] = d->rx_sink[i];
+                        if (iov[n].iov_len > left)
+                                iov[n].iov_len = (size_t)left;
+                        left -= iov[n].iov_len;
+                        n++;
+                }
+        }
+        got = d->ch->ops->readv(d->ch, iov, n);
+        if (got < 0) {
+                d->peer_gone = true;
+                dto_fail(d, "the peer closed the channel");
+                return false;
+        }
+        if (got == 0)
+                return false;
+        *moved = true;
+        d->rx_left -= (uint64_t)got;
+        {
+                /* Advance the sink past what arrived. */
+                size_t skip = (size_t)got;
+                int i = 0;
+
+                while (i < d->rx_nsink && skip >= d->rx_sink[i].iov_len)
+                        skip -= d->rx_sink[i++].iov_len;
+                memmove(d->rx_sink, d->rx_sink + i, (size_t)(d->rx_nsink - i) * sizeof(*iov));
+                d->rx_nsink -= i;
+                if (d->rx_nsink > 0) {
+                        d->rx_sink[0].iov_base = (char *)d->rx_sink[0].iov_base + skip;
+                        d->rx_sink[0].iov_len -= skip;
+                }
+        }
+        return true;
+}
+
+bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b)
+{
+        bool moved = false;
+
+        while (d->state == DTO_RUNNING && !d->rx_fatal && !d->peer_bye) {
+                switch (d->rx_state) {
+                case DTO_RX_HEADER:
+                        if (!read_fixed(d, d->rx_hdr, sizeof(d->rx_hdr), &moved))
+                                return moved;
+                        if (d->rx_have < sizeof(d->rx_hdr))
+                                break;
+                        memcpy(&d->rx, d->rx_hdr, sizeof(d->rx));
+                        d->rx_have = 0;
+                        if (!frame_sane(d, &d->rx)) {
+                                protocol_error(d, "a malformed frame");
+                                return true;
+                        }
+                        d->rx_state = d->rx.nseg ? DTO_RX_SEGS : DTO_RX_ACTION;
+                        break;
+                case DTO_RX_SEGS:
+                        if (!read_fixed(d, d->rx_segs, d->rx.nseg * sizeof(struct dto_seg),
+                                        &moved))
+                                return moved;
+                        if (d->rx_have < d->rx.nseg * sizeof(struct dto_seg))
+                                break;
+                        d->rx_have = 0;
+                        d->rx_state = DTO_RX_ACTION;
+                        break;
+                case DTO_RX_ACTION:
+                        switch (on_header(d, b)) {
+                        case ACT_STALL:
+                                if (!d->peer_bye)
+                                        d->rx_state = DTO_RX_ACTION;
+                                return true;
+                        case ACT_FAIL:
+                                return true;
+                        case ACT_NEXT:
+                                moved = true;
+                                break;
+                        }
+                        /* A CMA request has no inline payload. */
+                        if (d->rx_state == DTO_RX_PAYLOAD && (d->rx.flags & DTO_F_CMA))
+                                d->rx_state = DTO_RX_HEADER;
+                        break;
+                case DTO_RX_PAYLOAD:
+                        if (d->rx_left == 0) {
+                                on_payload_done(d, b);
+                                break;
+                        }
+                        if (!read_payload(d, &moved))
+                                return moved;
+                        break;
+                }
+        }
+        return moved;
+}
+
+bool dto_rx_retry_stalled(struct dto_ep *d, struct dto_batch *b)
+{
+        bool moved;
+
+        if (!d->rnr_deadline_ns || d->rx_state != DTO_RX_ACTION)
+                return false;
+        moved = dto_rx_poll(d, b);
+        if (d->state != DTO_RUNNING || !d->rnr_deadline_ns || d->rx_state != DTO_RX_ACTION ||
+            dto_now_ns() < d->rnr_deadline_ns)
+                return moved;
+        /* DAT_DTO_ERR_RECEIVER_NOT_READY: no receive came in time. */
+        stall_clear(d);
+        respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_ERR_RECEIVER_NOT_READY, 0, 0, NULL);
+        d->rx_state = DTO_RX_HEADER;
+        return true;
+}

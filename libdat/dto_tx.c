@@ -1,0 +1,318 @@
+/* What a data path writes to its channel (dto_engine.h): control frames
+ * (HELLO, CMA_OK), responses to the peer's requests, then our requests in
+ * post order.  One frame at a time: when the channel is full the frame
+ * waits, half written, and the rest follows when there is room. */
+#include "config.h"
+
+#include "libdat/dto_engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "libdat/ep.h"
+
+/* The peer may use cross-memory attach on us: whether this environment
+ * lets it.  DATD_SHM_NO_CMA=1 turns it off (tests of the fallback). */
+static bool cma_allowed(void)
+{
+        static int cached = -1;
+        int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+
+        if (v < 0) {
+                const char *e = getenv("DATD_SHM_NO_CMA");
+
+                v = !(e && *e && strcmp(e, "0") != 0);
+                __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+        }
+        return v;
+}
+
+void dto_tx_hello(struct dto_ep *d)
+{
+        d->hello_sent = false;
+        d->cma_ok_sent = true;          /* nothing owed until the peer's HELLO */
+        d->cma_ok_owed = false;
+        /* A value the peer can only read back with access to our memory. */
+        d->probe_value = dto_now_ns() ^ (uint64_t)(uintptr_t)d ^ 0x9e3779b97f4a7c15ull;
+        if (!d->ch->same_host)
+                d->hello_sent = true;   /* tcp: no cross-memory attach to discover */
+}
+
+bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct iovec *data,
+                    bool fatal)
+{
+        struct dto_resp *r;
+
+        if (d->resp_count == d->resp_cap) {
+                uint32_t cap = d->resp_cap ? d->resp_cap * 2 : 64;
+                struct dto_resp *ring;
+
+                /* Bounded by what a well-behaved peer can have outstanding. */
+                if (cap > 2 * 65536)
+                        return false;
+                ring = calloc(cap, sizeof(*ring));
+                if (!ring)
+                        return false;
+                for (uint32_t i = 0; i < d->resp_count; i++)
+                        ring[i] = d->resp[(d->resp_head + i) % d->resp_cap];
+                free(d->resp);
+                d->resp = ring;
+                d->resp_cap = cap;
+                d->resp_head = 0;
+        }
+        r = &d->resp[(d->resp_head + d->resp_count) % d->resp_cap];
+        r->frame = *f;
+        r->data = data ? *data : (struct iovec){ 0 };
+        r->fatal = fatal;
+        d->resp_count++;
+        return true;
+}
+
+/* Segments of a request as iovecs of this process. */
+static uint32_t req_iovecs(const struct dto_ep *d, uint32_t slot, const struct dto_req *r,
+                           struct iovec *out)
+{
+        const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+        uint32_t n = 0;
+
+        for (uint32_t i = 0; i < r->nseg; i++)
+                if (t[i].segment_length > 0)
+                        out[n++] = (struct iovec){
+                                .iov_base = (void *)(uintptr_t)t[i].virtual_address,
+                                .iov_len = (size_t)t[i].segment_length,
+                        };
+        return n;
+}
+
+/* BARRIER_FENCE: a request waits until every RDMA Read before it is done
+ * (dat_ep_post_send(3DAT), "Barrier Fence"). */
+static bool req_may_start(const struct dto_ep *d, const struct dto_req *r)
+{
+        return !(r->flags & DAT_COMPLETION_BARRIER_FENCE_FLAG) || d->reads_in_flight == 0;
+}
+
+/* Skips requests that never go out (binds, local errors). */
+static void skip_unsent(struct dto_ep *d)
+{
+        while (d->tx_next != d->tail) {
+                struct dto_req *r = &d->req[d->tx_next % d->req_cap];
+
+                if (!r->local)
+                        break;
+                d->tx_next++;
+        }
+}
+
+/* Starts the request at tx_next: encodes its frame. */
+static void start_request(struct dto_ep *d)
+{
+        uint32_t slot = d->tx_next % d->req_cap;
+        struct dto_req *r = &d->req[slot];
+        struct iovec iov[DTO_MAX_SEGS];
+        uint32_t n = req_iovecs(d, slot, r, iov);
+
+        d->tx_hdr = (struct dto_frame){
+                .op = r->kind,
+                .seq = r->seq,
+                .len = r->length,
+                .addr = r->remote_addr,
+                .rmr_context = r->rmr_context,
+        };
+        if (r->kind == DTO_REQ_SEND && (r->flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG))
+                d->tx_hdr.flags |= DTO_F_SOLICITED;
+        /* Large payloads go by cross-memory attach when the peer said it
+         * can reach us: the target pulls a Send or Write, and pushes a
+         * Read's data straight into these segments. */
+        r->cma = d->cma_from_peer && r->length >= DTO_CMA_THRESHOLD;
+        d->tx_nsegs = 0;
+        d->tx_npayload = 0;
+        if (r->cma) {
+                d->tx_hdr.flags |= DTO_F_CMA;
+                for (uint32_t i = 0; i < n; i++)
+                        d->tx_segs[i] = (struct dto_seg){ (uintptr_t)iov[i].iov_base,
+                                                          iov[i].iov_len };
+                d->tx_nsegs = n;
+                d->tx_hdr.nseg = (uint16_t)n;
+        } else if (r->kind != DTO_REQ_READ) {
+                memcpy(d->tx_payload, iov, n * sizeof(*iov));
+                d->tx_npayload = n;
+        }
+        if (r->kind == DTO_REQ_READ)
+                d->reads_in_flight++;
+        d->tx_item = DTO_TX_REQ;
+        d->tx_index = slot;
+}
+
+static void start_response(struct dto_ep *d)
+{
+        struct dto_resp *r = &d->resp[d->resp_head];
+
+        d->tx_hdr = r->frame;
+        d->tx_nsegs = 0;
+        d->tx_npayload = 0;
+        if (r->data.iov_len > 0) {
+                d->tx_payload[0] = r->data;
+                d->tx_npayload = 1;
+        }
+        d->tx_item = DTO_TX_RESP;
+        d->tx_index = d->resp_head;
+}
+
+/* HELLO carries the probe (its address in the frame, the value inline);
+ * CMA_OK answers the peer's. */
+static void start_control(struct dto_ep *d)
+{
+        d->tx_nsegs = 0;
+        d->tx_npayload = 0;
+        if (!d->hello_sent) {
+                d->tx_hdr = (struct dto_frame){
+                        .op = DTO_OP_HELLO,
+                        .len = sizeof(d->probe_value),
+                        .addr = cma_allowed() ? (uintptr_t)&d->probe_value : 0,
+                };
+                d->tx_payload[0] = (struct iovec){ &d->probe_value, sizeof(d->probe_value) };
+                d->tx_npayload = 1;
+        } else {
+                d->tx_hdr = (struct dto_frame){ .op = DTO_OP_CMA_OK, .status = d->cma_ok_value };
+        }
+        d->tx_item = DTO_TX_CTRL;
+}
+
+/* Picks the next frame; false when there is none that may go now. */
+static bool start_next(struct dto_ep *d)
+{
+        if (!d->hello_sent || d->cma_ok_owed) {
+                start_control(d);
+        } else if (d->resp_count > 0) {
+                start_response(d);
+        } else {
+                skip_unsent(d);
+                if (d->tx_next == d->tail || !req_may_start(d, &d->req[d->tx_next % d->req_cap]))
+                        return false;
+                start_request(d);
+        }
+        d->tx_off = 0;
+        d->tx_total = sizeof(d->tx_hdr) + d->tx_nsegs * sizeof(struct dto_seg);
+        for (uint32_t i = 0; i < d->tx_npayload; i++)
+                d->tx_total += d->tx_payload[i].iov_len;
+        return true;
+}
+
+bool dto_tx_pending(const struct dto_ep *d)
+{
+        if (d->state != DTO_RUNNING)
+                return false;
+        if (d->tx_item != DTO_TX_NONE || !d->hello_sent || d->cma_ok_owed || d->resp_count > 0)
+                return true;
+        for (uint32_t i = d->tx_next; i != d->tail; i++) {
+                const struct dto_req *r = &d->req[i % d->req_cap];
+
+                if (!r->local)
+                        return req_may_start(d, r);
+        }
+        return false;
+}
+
+/* The part of the current frame not written yet, as iovecs. */
+static int remaining_iov(const struct dto_ep *d, struct iovec *iov)
+{
+        struct iovec all[2 + DTO_MAX_SEGS];
+        uint64_t skip = d->tx_off;
+        int n = 0, out = 0;
+
+        all[n++] = (struct iovec){ (void *)&d->tx_hdr, sizeof(d->tx_hdr) };
+        if (d->tx_nsegs)
+                all[n++] = (struct iovec){ (void *)d->tx_segs,
+                                           d->tx_nsegs * sizeof(struct dto_seg) };
+        for (uint32_t i = 0; i < d->tx_npayload; i++)
+                all[n++] = d->tx_payload[i];
+        for (int i = 0; i < n; i++) {
+                if (skip >= all[i].iov_len) {
+                        skip -= all[i].iov_len;
+                        continue;
+                }
+                iov[out].iov_base = (char *)all[i].iov_base + skip;
+                iov[out].iov_len = all[i].iov_len - skip;
+                skip = 0;
+                out++;
+        }
+        return out;
+}
+
+/* The current frame is out. */
+static void frame_done(struct dto_ep *d)
+{
+        switch (d->tx_item) {
+        case DTO_TX_REQ:
+                d->req[d->tx_index].sent = true;
+                d->tx_next++;
+                break;
+        case DTO_TX_RESP: {
+                bool fatal = d->resp[d->resp_head].fatal;
+
+                d->resp_head = (d->resp_head + 1) % d->resp_cap;
+                d->resp_count--;
+                if (fatal)
+                        d->fail_after_tx = true;
+                break;
+        }
+        case DTO_TX_CTRL:
+                if (!d->hello_sent)
+                        d->hello_sent = true;
+                else
+                        d->cma_ok_owed = false;
+                break;
+        case DTO_TX_NONE:
+                break;
+        }
+        d->tx_item = DTO_TX_NONE;
+}
+
+bool dto_tx_flush(struct dto_ep *d)
+{
+        bool moved = false;
+
+        while (d->state == DTO_RUNNING && !d->fail_after_tx) {
+                struct iovec iov[2 + DTO_MAX_SEGS];
+                ssize_t n;
+
+                if (d->tx_item == DTO_TX_NONE && !start_next(d))
+                        break;
+                n = d->ch->ops->writev(d->ch, iov, remaining_iov(d, iov));
+                if (n < 0 && d->peer_bye)
+                        /* The peer disconnected: what we had for it
+                         * flushes when datd says so. */
+                        break;
+                if (n < 0) {
+                        d->peer_gone = true;
+                        dto_fail(d, "the channel to the peer is gone");
+                        break;
+                }
+                if (n == 0)
+                        break;
+                moved = true;
+                d->tx_off += (uint64_t)n;
+                d->bytes_sent += (uint64_t)n;
+                if (d->tx_off == d->tx_total)
+                        frame_done(d);
+        }
+        /* An error response is out: like a reliable connection on an RDMA
+         * NIC, the error ends the connection on both sides. */
+        if (d->fail_after_tx && d->state == DTO_RUNNING)
+                dto_fail(d, "a request of the peer failed");
+        return moved;
+}
+
+void dto_tx_bye(struct dto_ep *d)
+{
+        struct dto_frame bye = { .op = DTO_OP_BYE };
+        struct iovec iov = { &bye, sizeof(bye) };
+
+        /* Best effort: behind a frame half written there is no room for it,
+         * and the peer then takes the end of the stream for a failure. */
+        if (d->tx_item == DTO_TX_NONE && !d->peer_bye && !d->peer_gone)
+                (void)d->ch->ops->writev(d->ch, &iov, 1);
+        d->ch->ops->shutdown(d->ch);
+}

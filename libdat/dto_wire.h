@@ -1,0 +1,72 @@
+/* The frames two libdat processes exchange over a connection's data
+ * channel (dto.h): a byte stream (shm ring or TCP), in the host byte order
+ * of the initiating host for shm and little endian for tcp (libdat only
+ * runs on little-endian hosts today: dto_conn.c refuses to build
+ * otherwise).
+ *
+ * Every frame starts with a 32-byte header; then, for DTO_F_CMA, nseg
+ * segment descriptors (the sender's own memory, for the receiver's
+ * process_vm_readv/writev); then, unless DTO_F_CMA, len payload bytes.
+ *
+ *   HELLO     first frame each way: len 8 (a probe value), addr (where the
+ *             value lives in the sender's memory): the receiver tries to
+ *             read it with process_vm_readv to learn whether it may use
+ *             cross-memory attach on the sender.
+ *   CMA_OK    answer to HELLO: status 1 when the probe read back right.
+ *   SEND      a message (flags DTO_F_SOLICITED), answered by ACK.
+ *   WRITE     RDMA Write of len bytes to (rmr_context, addr), by ACK.
+ *   READ_REQ  RDMA Read of len bytes from (rmr_context, addr), answered by
+ *             READ_RESP; with DTO_F_CMA the segments say where the target
+ *             pushes the data, else the data comes inline in READ_RESP.
+ *   ACK       seq of the SEND/WRITE answered, status a
+ *             DAT_DTO_COMPLETION_STATUS.
+ *   READ_RESP seq, status; inline data (len bytes) unless DTO_F_CMA.
+ *   BYE       the sender ends its side in order (a disconnect): the end of
+ *             the stream after it is no failure; without it, it is one
+ *             (the peer process died).
+ * Responses come in the order of the requests they answer; any frame that
+ * breaks these rules ends the connection (BROKEN). */
+#ifndef DATD_LIBDAT_DTO_WIRE_H
+#define DATD_LIBDAT_DTO_WIRE_H
+
+#include <stdint.h>
+
+enum dto_op {
+        DTO_OP_HELLO = 1,
+        DTO_OP_CMA_OK = 2,
+        DTO_OP_SEND = 3,
+        DTO_OP_WRITE = 4,
+        DTO_OP_READ_REQ = 5,
+        DTO_OP_ACK = 6,
+        DTO_OP_READ_RESP = 7,
+        DTO_OP_BYE = 8,
+};
+
+enum dto_frame_flags {
+        DTO_F_SOLICITED = 1,            /* SEND: the receiver's completion notifies */
+        DTO_F_CMA = 2,                  /* payload by cross-memory attach, segments follow */
+};
+
+/* Segments one frame may describe: the transport's max_iov_segments. */
+#define DTO_MAX_SEGS 16
+
+struct dto_frame {
+        uint8_t op;                     /* enum dto_op */
+        uint8_t flags;                  /* enum dto_frame_flags */
+        uint16_t nseg;                  /* DTO_F_CMA: descriptors following, else 0 */
+        uint32_t seq;                   /* requests: numbered from 1 per direction; responses: echo */
+        uint64_t len;                   /* payload bytes */
+        uint64_t addr;                  /* WRITE/READ_REQ: target address; HELLO: probe address */
+        uint32_t rmr_context;           /* WRITE/READ_REQ */
+        uint32_t status;                /* ACK/READ_RESP: DAT_DTO_COMPLETION_STATUS; CMA_OK: 0/1 */
+};
+
+struct dto_seg {
+        uint64_t addr;
+        uint64_t len;
+};
+
+_Static_assert(sizeof(struct dto_frame) == 32, "dto_frame is 32 bytes on the wire");
+_Static_assert(sizeof(struct dto_seg) == 16, "dto_seg is 16 bytes on the wire");
+
+#endif

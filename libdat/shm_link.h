@@ -1,0 +1,133 @@
+/* The shm transport's link: two byte streams, one per direction, in the
+ * sealed memfd region datd makes for a same-host connection (shm_region.h)
+ * and hands to both processes (proto/datp.h, EV_DATA_CHANNEL).
+ *
+ * Layout (SHM_LINK_HEADER bytes of region header, then two rings):
+ *   region header: magic, version, ring_size, the offset of each ring;
+ *   ring r (r = 0, 1): a control block of one page followed by ring_size
+ *   data bytes (a power of two).  The control block groups words by
+ *   writer, each group on lines of its own (128 bytes apart, as some cores
+ *   fetch lines in pairs): the producer's byte count with its "I wait for
+ *   room" and "closed" flags (the consumer reads them right after the
+ *   count anyway), the consumer's byte count, and the consumer's "I sleep"
+ *   flag (read by the producer after every write, written only when the
+ *   consumer arms, so it stays in the producer's cache).
+ * The end told `side` produces ring `side` and consumes ring 1 - side.
+ *
+ * Counts run freely as 64-bit byte counters: bytes in flight = produced -
+ * consumed, which a sane peer keeps in [0, ring_size].  The peer is not
+ * trusted: each end keeps its own counter privately and checks the
+ * peer's every time it reads it (never backwards, never more than
+ * ring_size ahead), so that a corrupt or hostile peer gets -EPROTO, never
+ * a crash or an access outside the region.
+ *
+ * Reads and writes are non-blocking and partial, like a non-blocking
+ * stream socket: the DTO engine above frames messages on top and keeps
+ * its own backlog.  No lock, no system call while there is data or room;
+ * the only system call is a write to the peer's doorbell (an eventfd)
+ * when the peer announced that it sleeps (consumer waiting for data, or
+ * producer waiting for room).  An end sleeps by arming, re-checking, and
+ * then waiting for its own doorbell to become readable (poll/epoll): the
+ * doorbell fd is what the IA's progress thread watches.  Doorbells are
+ * non-blocking eventfds (EFD_NONBLOCK): draining one that did not ring
+ * must not block.
+ *
+ * A peer can also set the "closed" flag of our own direction: our writes
+ * then say -EPIPE, which is all the harm it can do with it. */
+#ifndef DATD_LIBDAT_SHM_LINK_H
+#define DATD_LIBDAT_SHM_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define SHM_LINK_MAGIC 0x4b4c5344u      /* "DSLK" */
+#define SHM_LINK_VERSION 1
+#define SHM_LINK_HEADER 4096
+/* Ring sizes: powers of two in [SHM_LINK_RING_MIN, SHM_LINK_RING_MAX]. */
+#define SHM_LINK_RING_MIN 4096u
+#define SHM_LINK_RING_MAX (64u << 20)
+
+struct shm_link_ring;                   /* the shared control block */
+
+/* One end's private view of one direction. */
+struct shm_link_dir {
+        struct shm_link_ring *ctl;      /* in the region */
+        unsigned char *data;            /* ring_size bytes, in the region */
+        uint64_t count;                 /* producer: bytes written; consumer: bytes read */
+        uint64_t peer;                  /* the peer's counter as last read and checked */
+};
+
+/* One end's private view of the link. */
+struct shm_link {
+        void *mem;                      /* the mapped region (not owned) */
+        size_t size;
+        uint32_t ring_size;
+        unsigned side;
+        struct shm_link_dir tx;         /* ring `side`: we produce */
+        struct shm_link_dir rx;         /* ring 1 - side: we consume */
+        int doorbell_mine;              /* eventfd we wait on (not owned) */
+        int doorbell_peer;              /* eventfd we write to wake the peer (not owned) */
+        uint64_t doorbell_writes;       /* wake-ups we made (for benchmarks/tests) */
+};
+
+/* Bytes a region with two rings of ring_size bytes takes; 0 when
+ * ring_size is not allowed. */
+size_t shm_link_region_size(uint32_t ring_size);
+
+/* datd: lays out the header and two empty rings in mem (size bytes, as
+ * shm_link_region_size(ring_size) said, page aligned).  0 or -EINVAL. */
+int shm_link_init(void *mem, size_t size, uint32_t ring_size);
+
+/* libdat: checks the region header against what datd said (size,
+ * ring_size) and fills *out for end `side` (0 or 1) with the two
+ * doorbells.  0, -EPROTO (header wrong: magic, version, ring_size, flags,
+ * ring offsets, or counters more than a ring apart), -EINVAL (arguments:
+ * side, a ring_size not allowed, size below shm_link_region_size(ring_size),
+ * mem not page aligned). */
+int shm_link_attach(void *mem, size_t size, uint32_t ring_size, unsigned side, int doorbell_mine,
+                    int doorbell_peer, struct shm_link *out);
+
+/* Producer: copies up to the free room of the iovec into the tx ring and
+ * publishes it (waking the peer if it sleeps).  Returns the bytes written
+ * (0 when the ring is full), -EPIPE after shm_link_close_tx, -EPROTO when
+ * the peer's counter is impossible. */
+ssize_t shm_link_writev(struct shm_link *l, const struct iovec *iov, int iovcnt);
+
+/* Consumer: copies up to the available bytes into the iovec and gives the
+ * room back (waking the producer if it waits for room).  Returns the bytes
+ * read; 0 when empty; -EPIPE when empty and the peer closed its side;
+ * -EPROTO when the peer's counter is impossible. */
+ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt);
+
+/* Consumer: bytes readable now (0 also when the peer is impossible: the
+ * next read says -EPROTO). */
+size_t shm_link_readable(const struct shm_link *l);
+
+/* Producer: bytes of free room now. */
+size_t shm_link_writable(const struct shm_link *l);
+
+/* Going to sleep on doorbell_mine: announce it (consumer side: "wake me
+ * when data comes"; if want_room, also producer side: "wake me when room
+ * frees"), then re-check.  Returns true when the caller may sleep (nothing
+ * to read and, if want_room, still no room), false when it must not
+ * (work is there: the announcements are withdrawn again). */
+bool shm_link_arm(struct shm_link *l, bool want_room);
+
+/* Withdraws the announcements (after waking, or when an application thread
+ * takes over polling). */
+void shm_link_disarm(struct shm_link *l);
+
+/* Reads (resets) doorbell_mine; call after it polled readable. */
+void shm_link_doorbell_drain(struct shm_link *l);
+
+/* This end will write no more: the peer's reads return -EPIPE once they
+ * have drained what was written.  Wakes the peer. */
+void shm_link_close_tx(struct shm_link *l);
+
+/* Whether the peer closed its direction (and everything it wrote was read). */
+bool shm_link_peer_closed(const struct shm_link *l);
+
+#endif

@@ -1,0 +1,558 @@
+/* RDMA Write and RDMA Read between two processes (dat_ep_post_rdma_write
+ * (3DAT), dat_ep_post_rdma_read(3DAT)), RMR binding (dat_rmr_bind(3DAT)),
+ * and the order of requests of every kind, on the transport this program
+ * was built for (tests/dto/dto_fixture.h). */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tests/dto/dto_fixture.h"
+
+DTO_TEST_SUITE(rdma);
+
+#define GUARD 16
+
+struct sizes {
+        const DAT_VLEN *v;
+        unsigned n;
+};
+
+/* The target's region for transfer i: an unaligned offset in the second
+ * half of its buffer, GUARD bytes of guard pattern on both sides. */
+static DAT_VLEN target_off(const struct dto_side *s, unsigned i)
+{
+        return s->mem.len / 2 + GUARD + 5 + i;
+}
+
+static DAT_VLEN initiator_off(unsigned i)
+{
+        return GUARD + 1 + 3 * i;
+}
+
+static void fill_guarded(unsigned char *at, DAT_VLEN len, uint64_t guard_seed)
+{
+        dto_fill(at - GUARD, len + 2 * GUARD, guard_seed);
+}
+
+static void verify_guarded(const unsigned char *at, DAT_VLEN len, uint64_t seed,
+                           uint64_t guard_seed)
+{
+        dto_verify(at, len, seed);
+        dto_verify_at(at - GUARD, GUARD, guard_seed, 0);
+        dto_verify_at(at + len, GUARD, guard_seed, GUARD + len);
+}
+
+/* One RDMA Write of len bytes into the target's buffer. */
+static void one_write(struct dto_side *s, bool initiator, DAT_VLEN len, unsigned i)
+{
+        uint64_t seed = 500 + i, guard_seed = 600 + i;
+
+        if (initiator) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, initiator_off(i), len);
+                DAT_RMR_TRIPLET remote = dto_riov(&s->peer, s->peer.len / 2 + GUARD + 5 + i, len);
+
+                dto_fill(s->mem.buf + initiator_off(i), len, seed);
+                dto_barrier(s); /* the target's guard is in place */
+                dto_rdma_write_wait(s, s->ep[0], &iov, 1, seed, &remote);
+                dto_barrier(s);
+        } else {
+                unsigned char *at = s->mem.buf + target_off(s, i);
+
+                fill_guarded(at, len, guard_seed);
+                dto_barrier(s);
+                dto_barrier(s); /* the initiator's Write completed */
+                verify_guarded(at, len, seed, guard_seed);
+        }
+}
+
+/* One RDMA Read of len bytes of the target's buffer. */
+static void one_read(struct dto_side *s, bool initiator, DAT_VLEN len, unsigned i)
+{
+        uint64_t seed = 700 + i, guard_seed = 800 + i;
+
+        if (initiator) {
+                unsigned char *at = s->mem.buf + initiator_off(i);
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, initiator_off(i), len);
+                DAT_RMR_TRIPLET remote = dto_riov(&s->peer, s->peer.len / 2 + GUARD + 5 + i, len);
+
+                fill_guarded(at, len, guard_seed);
+                dto_barrier(s); /* the target's data is in place */
+                dto_rdma_read_wait(s, s->ep[0], &iov, 1, seed, &remote);
+                verify_guarded(at, len, seed, guard_seed);
+                dto_barrier(s);
+        } else {
+                dto_fill(s->mem.buf + target_off(s, i), len, seed);
+                dto_barrier(s);
+                dto_barrier(s);
+                /* dat_ep_post_rdma_read(3DAT) reads: the source is unchanged */
+                dto_verify(s->mem.buf + target_off(s, i), len, seed);
+        }
+}
+
+static void writes_both_ways(struct dto_side *s, void *arg)
+{
+        const struct sizes *sz = arg;
+
+        for (unsigned i = 0; i < sz->n; i++)
+                one_write(s, s->role == DTO_CLIENT, sz->v[i], i);
+        for (unsigned i = 0; i < sz->n; i++)
+                one_write(s, s->role == DTO_SERVER, sz->v[i], i);
+}
+
+static void reads_both_ways(struct dto_side *s, void *arg)
+{
+        const struct sizes *sz = arg;
+
+        for (unsigned i = 0; i < sz->n; i++)
+                one_read(s, s->role == DTO_CLIENT, sz->v[i], i);
+        for (unsigned i = 0; i < sz->n; i++)
+                one_read(s, s->role == DTO_SERVER, sz->v[i], i);
+}
+
+static const struct dto_config large_cfg = { .buf_len = 2 * (DTO_LARGEST_SIZE + 4096) };
+
+/* dat_ep_post_rdma_write(3DAT): "transfer of all the data specified by the
+ * local_iov ... into the remote_buffer": exactly those bytes land at the
+ * target's address, nothing around them.  Sizes 0 .. 64 KiB + 3, unaligned,
+ * both ways. */
+Test(DTO_SUITE(rdma), small_writes_land_intact_both_ways)
+{
+        struct sizes sz = { dto_small_sizes, dto_n_small_sizes };
+
+        dto_run(NULL, writes_both_ways, writes_both_ways, &sz);
+}
+
+/* The same for 1 MiB and 16 MiB (cross-memory attach where allowed). */
+Test(DTO_SUITE(rdma), large_writes_land_intact_both_ways)
+{
+        struct sizes sz = { dto_large_sizes, dto_n_large_sizes };
+
+        dto_run(&large_cfg, writes_both_ways, writes_both_ways, &sz);
+}
+
+/* dat_ep_post_rdma_read(3DAT): "transfer of all the data specified by the
+ * remote_buffer ... into the local_iov": the target's bytes arrive, nothing
+ * around the local segment is written.  Sizes 0 .. 64 KiB + 3, both ways. */
+Test(DTO_SUITE(rdma), small_reads_fetch_intact_both_ways)
+{
+        struct sizes sz = { dto_small_sizes, dto_n_small_sizes };
+
+        dto_run(NULL, reads_both_ways, reads_both_ways, &sz);
+}
+
+/* The same for 1 MiB and 16 MiB. */
+Test(DTO_SUITE(rdma), large_reads_fetch_intact_both_ways)
+{
+        struct sizes sz = { dto_large_sizes, dto_n_large_sizes };
+
+        dto_run(&large_cfg, reads_both_ways, reads_both_ways, &sz);
+}
+
+/* ---- gather / scatter ------------------------------------------------------ */
+
+/* n local segments of odd sizes scattered over the first half of the
+ * buffer; returns the total. */
+static DAT_VLEN scattered_iov(struct dto_side *s, DAT_LMR_TRIPLET *iov, unsigned n)
+{
+        DAT_VLEN stride = s->mem.len / 2 / 64, total = 0;
+
+        for (unsigned k = 0; k < n; k++) {
+                iov[k] = dto_iov(&s->mem, k * stride + 1 + k % 5, 1000 + 1531 * k);
+                total += iov[k].segment_length;
+        }
+        return total;
+}
+
+static void rdma_segments_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov[64];
+        unsigned nw = (unsigned)s->ep_attr.max_rdma_write_iov;
+        unsigned nr = (unsigned)s->ep_attr.max_rdma_read_iov;
+        DAT_VLEN total, at = 0;
+        DAT_RMR_TRIPLET remote;
+
+        (void)arg;
+        DTO_ASSERT(nw >= 1 && nw <= 64 && nr >= 1 && nr <= 64);
+        /* Write: gather nw segments into one remote range */
+        total = scattered_iov(s, iov, nw);
+        for (unsigned k = 0; k < nw; k++) {
+                dto_fill_at((void *)(uintptr_t)iov[k].virtual_address, iov[k].segment_length,
+                            31, at);
+                at += iov[k].segment_length;
+        }
+        remote = dto_riov(&s->peer, 3, total);
+        dto_rdma_write_wait(s, s->ep[0], iov, nw, 1, &remote);
+        dto_put_u64(s, total);
+        /* Read: scatter one remote range (the server's pattern 32) into nr segments */
+        total = scattered_iov(s, iov, nr);
+        memset(s->mem.buf, 0, s->mem.len / 2);
+        remote = dto_riov(&s->peer, s->peer.len / 2 + 7, total);
+        dto_barrier(s);
+        dto_rdma_read_wait(s, s->ep[0], iov, nr, 2, &remote);
+        at = 0;
+        for (unsigned k = 0; k < nr; k++) {
+                dto_verify_at((void *)(uintptr_t)iov[k].virtual_address, iov[k].segment_length,
+                              32, at);
+                at += iov[k].segment_length;
+        }
+}
+
+static void rdma_segments_server(struct dto_side *s, void *arg)
+{
+        DAT_VLEN total;
+
+        (void)arg;
+        total = dto_get_u64(s);
+        dto_verify(s->mem.buf + 3, total, 31);
+        dto_fill(s->mem.buf + s->mem.len / 2 + 7, s->mem.len / 2 - 7, 32);
+        dto_barrier(s);
+}
+
+/* dat_ep_post_rdma_write(3DAT): the local_iov segments are traversed in I/O
+ * Vector order; dat_ep_post_rdma_read(3DAT): filled in I/O Vector order.
+ * As many segments as the EP allows (max_rdma_write_iov /
+ * max_rdma_read_iov), over 16 KiB in all. */
+Test(DTO_SUITE(rdma), segments_gather_and_scatter_in_iov_order)
+{
+        struct dto_config cfg = { .buf_len = 8 << 20 };
+
+        dto_run(&cfg, rdma_segments_server, rdma_segments_client, NULL);
+}
+
+/* ---- no help from the target ----------------------------------------------- */
+
+#define READ_OFF 131072 /* the region read, apart from the one written at 3 */
+
+static void passive_target(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        dto_fill(s->mem.buf + READ_OFF, 100000, 44);
+        dto_barrier(s);
+        /* blocked in recv(2) on the socketpair: no DAT call until "done" */
+        DTO_ASSERT_EQ(dto_get_u64(s), 1);
+        dto_verify(s->mem.buf + 3, 100000, 43);
+}
+
+static void active_initiator(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 100000);
+        DAT_RMR_TRIPLET remote;
+
+        (void)arg;
+        dto_fill(s->mem.buf, 100000, 43);
+        dto_barrier(s);
+        remote = dto_riov(&s->peer, 3, 100000);
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 1, &remote);
+        remote = dto_riov(&s->peer, READ_OFF, 100000);
+        iov = dto_iov(&s->mem, READ_OFF, 100000);
+        dto_rdma_read_wait(s, s->ep[0], &iov, 1, 2, &remote);
+        dto_verify(s->mem.buf + READ_OFF, 100000, 44);
+        dto_put_u64(s, 1);
+}
+
+/* dat_ep_post_rdma_write(3DAT) / dat_ep_post_rdma_read(3DAT): one-sided:
+ * the remote Consumer takes no part (posts nothing, dequeues nothing); the
+ * target application here sits in a blocking read of a pipe the whole
+ * time, and both complete. */
+Test(DTO_SUITE(rdma), rdma_completes_without_the_target_consumer)
+{
+        dto_run(NULL, passive_target, active_initiator, NULL);
+}
+
+/* ---- RMR bind ---------------------------------------------------------------- */
+
+#define WINDOW_OFF 4099
+#define WINDOW_LEN 10000
+#define WINDOW2_OFF (65536 + 7)        /* a rebind's window, apart from the first */
+
+struct bound {
+        DAT_VADDR addr;
+        DAT_RMR_CONTEXT context;
+};
+
+/* dat_rmr_bind on ep[0] (window of mem, or length 0 to unbind), waits for
+ * its completion; returns the new context. */
+static DAT_RMR_CONTEXT bind_window(struct dto_side *s, DAT_RMR_HANDLE rmr, DAT_VLEN off,
+                                   DAT_VLEN len, uint64_t cookie)
+{
+        DAT_LMR_TRIPLET t = dto_iov(&s->mem, off, len);
+        DAT_RMR_CONTEXT ctx = 0;
+        DAT_EVENT ev;
+        DAT_RMR_COOKIE c;
+
+        c.as_64 = cookie;
+        DTO_ASSERT_EQ(dat_rmr_bind(rmr, s->mem.lmr, &t,
+                                   DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
+                                   DAT_VA_TYPE_VA, s->ep[0], c, DAT_COMPLETION_DEFAULT_FLAG,
+                                   &ctx), DAT_SUCCESS);
+        ev = dto_wait_event(s->request_evd);
+        DTO_ASSERT_EQ(ev.event_number, DAT_RMR_BIND_COMPLETION_EVENT);
+        DTO_ASSERT_EQ(ev.event_data.rmr_completion_event_data.status, DAT_RMR_BIND_SUCCESS);
+        DTO_ASSERT_EQ(ev.event_data.rmr_completion_event_data.user_cookie.as_64, cookie);
+        DTO_ASSERT(ev.event_data.rmr_completion_event_data.rmr_handle == rmr);
+        return ctx;
+}
+
+static void send_bound(struct dto_side *s, DAT_VLEN off, DAT_RMR_CONTEXT ctx)
+{
+        struct bound b = { (DAT_VADDR)(uintptr_t)(s->mem.buf + off), ctx };
+
+        dto_put(s, &b, sizeof(b));
+}
+
+static struct bound get_bound(struct dto_side *s)
+{
+        struct bound b;
+
+        dto_get(s, &b, sizeof(b));
+        return b;
+}
+
+static DAT_RMR_TRIPLET bound_triplet(const struct bound *b, DAT_VLEN len)
+{
+        return (DAT_RMR_TRIPLET){ .virtual_address = b->addr, .segment_length = len,
+                                  .rmr_context = b->context };
+}
+
+static void bind_server(struct dto_side *s, void *arg)
+{
+        DAT_RMR_HANDLE rmr = DAT_HANDLE_NULL;
+        DAT_RMR_CONTEXT ctx;
+
+        (void)arg;
+        DTO_ASSERT_EQ(dat_rmr_create(s->pz, &rmr), DAT_SUCCESS);
+        ctx = bind_window(s, rmr, WINDOW_OFF, WINDOW_LEN, 91);
+        dto_fill(s->mem.buf + WINDOW_OFF + WINDOW_LEN / 2, WINDOW_LEN / 2, 92);
+        send_bound(s, WINDOW_OFF, ctx);
+        dto_barrier(s); /* the client wrote the first half and read the second */
+        dto_verify(s->mem.buf + WINDOW_OFF, WINDOW_LEN / 2, 93);
+}
+
+static void bind_client(struct dto_side *s, void *arg)
+{
+        struct bound b = get_bound(s);
+        DAT_RMR_TRIPLET remote = bound_triplet(&b, WINDOW_LEN / 2);
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, WINDOW_LEN / 2);
+
+        (void)arg;
+        dto_fill(s->mem.buf, WINDOW_LEN / 2, 93);
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 1, &remote);
+        remote.virtual_address += WINDOW_LEN / 2;
+        iov = dto_iov(&s->mem, 65536, WINDOW_LEN / 2);
+        dto_rdma_read_wait(s, s->ep[0], &iov, 1, 2, &remote);
+        dto_verify(s->mem.buf + 65536, WINDOW_LEN / 2, 92);
+        dto_barrier(s);
+}
+
+/* dat_rmr_bind(3DAT): binding completes with an rmr_bind completion event
+ * (cookie, RMR, success) on the EP's request EVD, and the new rmr_context
+ * "can be transferred ... to a Consumer on a remote host to be used for an
+ * RDMA DTO": RDMA Write and Read through it reach the bound window. */
+Test(DTO_SUITE(rdma), bound_rmr_context_gives_remote_access)
+{
+        dto_run(NULL, bind_server, bind_client, NULL);
+}
+
+struct unbind_case {
+        bool rebind;    /* bind to another window instead of unbinding */
+};
+
+static void unbind_server(struct dto_side *s, void *arg)
+{
+        const struct unbind_case *uc = arg;
+        DAT_RMR_HANDLE rmr = DAT_HANDLE_NULL;
+        DAT_RMR_CONTEXT ctx;
+
+        DTO_ASSERT_EQ(dat_rmr_create(s->pz, &rmr), DAT_SUCCESS);
+        ctx = bind_window(s, rmr, WINDOW_OFF, WINDOW_LEN, 1);
+        send_bound(s, WINDOW_OFF, ctx);
+        dto_barrier(s); /* the client used it */
+        if (uc->rebind) {
+                DAT_RMR_CONTEXT fresh = bind_window(s, rmr, WINDOW2_OFF, WINDOW_LEN, 2);
+
+                DTO_ASSERT_NEQ(fresh, ctx);
+                send_bound(s, WINDOW2_OFF, fresh);
+        } else {
+                bind_window(s, rmr, 0, 0, 2);
+        }
+        dto_fill(s->mem.buf + WINDOW_OFF, WINDOW_LEN, 66);
+        dto_barrier(s); /* the old context is gone: the client tries it */
+        dto_barrier(s);
+        /* the refused Write did not land */
+        dto_verify(s->mem.buf + WINDOW_OFF, WINDOW_LEN, 66);
+        if (uc->rebind)
+                dto_verify(s->mem.buf + WINDOW2_OFF, 100, 68);
+}
+
+static void unbind_client(struct dto_side *s, void *arg)
+{
+        const struct unbind_case *uc = arg;
+        struct bound old = get_bound(s);
+        DAT_RMR_TRIPLET remote = bound_triplet(&old, 100);
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 100);
+        DAT_EP_STATE st;
+
+        dto_fill(s->mem.buf, 100, 67);
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 1, &remote);
+        dto_barrier(s);
+        if (uc->rebind) {
+                struct bound fresh = get_bound(s);
+                DAT_RMR_TRIPLET r2 = bound_triplet(&fresh, 100);
+
+                dto_fill(s->mem.buf, 100, 68);
+                dto_rdma_write_wait(s, s->ep[0], &iov, 1, 2, &r2);
+        }
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(3), &remote, 0),
+                      DAT_SUCCESS);
+        dto_expect_dto(s->request_evd, s->ep[0], 3, DAT_DTO_ERR_REMOTE_ACCESS, DTO_ANY_LENGTH,
+                       DAT_DTO_RDMA_WRITE);
+        /* dto.h: an error completion breaks the connection */
+        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_BROKEN);
+        DTO_ASSERT_EQ(dat_ep_get_status(s->ep[0], &st, NULL, NULL), DAT_SUCCESS);
+        DTO_ASSERT_EQ(st, DAT_EP_STATE_DISCONNECTED);
+        dto_barrier(s);
+}
+
+/* dat_rmr_bind(3DAT): "Any RDMA DTO that uses the previous value of
+ * rmr_context after the dat_rmr_bind() is completed fail and report a
+ * protection violation": unbound (lmr_triplet length 0), the context that
+ * worked a moment ago is refused by the target (DAT_DTO_ERR_REMOTE_ACCESS)
+ * and nothing lands. */
+Test(DTO_SUITE(rdma), unbound_rmr_context_is_refused)
+{
+        struct unbind_case uc = { .rebind = false };
+
+        dto_run(NULL, unbind_server, unbind_client, &uc);
+}
+
+/* The same after binding the RMR again elsewhere: the new context (a
+ * different value) works, the previous one is refused. */
+Test(DTO_SUITE(rdma), rebound_rmr_refuses_its_previous_context)
+{
+        struct unbind_case uc = { .rebind = true };
+
+        dto_run(NULL, unbind_server, unbind_client, &uc);
+}
+
+/* ---- request order across kinds ---------------------------------------------- */
+
+static void mixed_client(struct dto_side *s, void *arg)
+{
+        static const struct {
+                DAT_DTOS op;
+                DAT_VLEN len;
+        } plan[] = {
+                { DAT_DTO_RDMA_WRITE, 1 << 20 }, { DAT_DTO_SEND, 10 },
+                { DAT_DTO_RDMA_READ, 100000 }, { DAT_DTO_RDMA_WRITE, 5 },
+                { DAT_DTO_BIND_MW, 4096 }, { DAT_DTO_SEND, 70000 },
+                { DAT_DTO_RDMA_READ, 1 }, { DAT_DTO_SEND, 0 },
+        };
+        const unsigned n = sizeof(plan) / sizeof(plan[0]);
+        DAT_RMR_HANDLE rmr = DAT_HANDLE_NULL;
+        DAT_RMR_CONTEXT ctx;
+        DAT_VLEN at = 0;
+
+        (void)arg;
+        DTO_ASSERT_EQ(dat_rmr_create(s->pz, &rmr), DAT_SUCCESS);
+        dto_barrier(s); /* the server's receives are posted */
+        for (unsigned k = 0; k < n; at += plan[k].len + 64, k++) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, at, plan[k].len);
+                DAT_RMR_TRIPLET remote = dto_riov(&s->peer, at, plan[k].len);
+                DAT_RMR_COOKIE c;
+                DAT_RETURN r;
+
+                c.as_64 = 100 + k;
+                switch (plan[k].op) {
+                case DAT_DTO_SEND:
+                        r = dat_ep_post_send(s->ep[0], 1, &iov, c, 0);
+                        break;
+                case DAT_DTO_RDMA_WRITE:
+                        r = dat_ep_post_rdma_write(s->ep[0], 1, &iov, c, &remote, 0);
+                        break;
+                case DAT_DTO_RDMA_READ:
+                        r = dat_ep_post_rdma_read(s->ep[0], 1, &iov, c, &remote, 0);
+                        break;
+                default:
+                        r = dat_rmr_bind(rmr, s->mem.lmr, &iov, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+                                         DAT_VA_TYPE_VA, s->ep[0], c, 0, &ctx);
+                        break;
+                }
+                DTO_ASSERTF(r == DAT_SUCCESS, "post %u: 0x%08x", k, r);
+        }
+        for (unsigned k = 0; k < n; k++) {
+                DAT_EVENT ev = dto_wait_event(s->request_evd);
+
+                if (plan[k].op == DAT_DTO_BIND_MW) {
+                        DTO_ASSERTF(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT,
+                                    "completion %u: event 0x%x, expected the bind", k,
+                                    ev.event_number);
+                        DTO_ASSERT_EQ(ev.event_data.rmr_completion_event_data.user_cookie.as_64,
+                                      100 + k);
+                        continue;
+                }
+                dto_check_dto(&ev, s->ep[0], 100 + k, DAT_DTO_SUCCESS, plan[k].len, plan[k].op);
+        }
+}
+
+static void mixed_server(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 3 << 20, 100000);
+
+        (void)arg;
+        for (unsigned k = 0; k < 3; k++)
+                dto_post_recv(s, s->ep[0], &iov, 1, k);
+        dto_barrier(s);
+        for (unsigned k = 0; k < 3; k++)
+                dto_expect_dto(s->recv_evd, s->ep[0], k, DAT_DTO_SUCCESS, DTO_ANY_LENGTH,
+                               DAT_DTO_RECEIVE);
+}
+
+/* The DTO completion stream (dat_ep_post_send(3DAT) and siblings on a
+ * reliable connection, dat_rmr_bind(3DAT) "fences" what follows it):
+ * requests of every kind complete on the request EVD in post order, a
+ * large Write before a tiny Send, a bind in its place, each with its
+ * cookie, length and operation. */
+Test(DTO_SUITE(rdma), requests_of_every_kind_complete_in_post_order)
+{
+        struct dto_config cfg = { .buf_len = 4 << 20 };
+
+        dto_run(&cfg, mixed_server, mixed_client, NULL);
+}
+
+/* ---- lengths known at post time -------------------------------------------- */
+
+static void length_mismatch_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 100);
+        DAT_RMR_TRIPLET remote = dto_riov(&s->peer, 0, 200);
+        DAT_RETURN r;
+
+        (void)arg;
+        /* dat_ep_post_rdma_read(3DAT): local buffer too small for the remote data */
+        r = dat_ep_post_rdma_read(s->ep[0], 1, &iov, dto_cookie(1), &remote, 0);
+        DTO_ASSERT_TYPE(r, DAT_LENGTH_ERROR);
+        /* dat_ep_post_rdma_write(3DAT): remote buffer too small for the local data */
+        iov.segment_length = 200;
+        remote.segment_length = 100;
+        r = dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(2), &remote, 0);
+        DTO_ASSERT_TYPE(r, DAT_LENGTH_ERROR);
+        /* nothing was posted: the next request's completion is the first */
+        remote.segment_length = 200;
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 3, &remote);
+}
+
+static void nothing_server(struct dto_side *s, void *arg)
+{
+        (void)s;
+        (void)arg;
+}
+
+/* dat_ep_post_rdma_read(3DAT) and dat_ep_post_rdma_write(3DAT):
+ * DAT_LENGTH_ERROR when the receiving buffer is too small for the sending
+ * buffer's data (both sizes are known when posting); nothing is posted. */
+Test(DTO_SUITE(rdma), rdma_length_mismatch_is_refused)
+{
+        dto_run(NULL, nothing_server, length_mismatch_client, NULL);
+}

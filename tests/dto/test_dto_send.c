@@ -1,0 +1,454 @@
+/* Send / Receive between two processes (dat_ep_post_send(3DAT),
+ * dat_ep_post_recv(3DAT)), and the two ways of taking their completions
+ * (dat_evd_wait(3DAT), dat_evd_dequeue(3DAT)), on the transport this
+ * program was built for (tests/dto/dto_fixture.h). */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/dto/dto_fixture.h"
+
+DTO_TEST_SUITE(send);
+
+/* Guard bytes checked on both sides of a receive's data. */
+#define GUARD 16
+
+struct sizes {
+        const DAT_VLEN *v;
+        unsigned n;
+};
+
+/* One message of len bytes from sender to receiver: the sender's data at an
+ * unaligned offset of the first half of its buffer, the receiver's buffer
+ * at another unaligned offset of the second half, with guard bytes around
+ * it that must stay as they were. */
+static void one_message(struct dto_side *s, bool sending, DAT_VLEN len, unsigned i)
+{
+        DAT_VLEN half = s->mem.len / 2, off = 1 + 3 * i, roff = half + 5 + i;
+        uint64_t seed = 100 + i, guard_seed = 900 + i;
+
+        if (sending) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, off, len);
+
+                dto_fill(s->mem.buf + off, len, seed);
+                dto_barrier(s); /* the receive is posted */
+                dto_send_wait(s, s->ep[0], &iov, 1, seed);
+        } else {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, roff, len + GUARD);
+                unsigned char *at = s->mem.buf + roff;
+
+                dto_fill(at - GUARD, len + 3 * GUARD, guard_seed);
+                dto_post_recv(s, s->ep[0], &iov, 1, seed);
+                dto_barrier(s);
+                dto_expect_recv(s, s->ep[0], seed, len);
+                dto_verify(at, len, seed);
+                dto_verify_at(at - GUARD, GUARD, guard_seed, 0);
+                dto_verify_at(at + len, 2 * GUARD, guard_seed, GUARD + len);
+        }
+}
+
+static void sizes_both_ways(struct dto_side *s, void *arg)
+{
+        const struct sizes *sz = arg;
+
+        /* client -> server, then server -> client */
+        for (unsigned i = 0; i < sz->n; i++)
+                one_message(s, s->role == DTO_CLIENT, sz->v[i], i);
+        for (unsigned i = 0; i < sz->n; i++)
+                one_message(s, s->role == DTO_SERVER, sz->v[i], i);
+}
+
+/* dat_ep_post_send(3DAT): "transfer of all the data from the local_iov ...
+ * to the remote side"; dat_ep_post_recv(3DAT): the message lands in the
+ * local_iov, its size is the completion's transfered_length, nothing beyond
+ * it is written.  Sizes 0 .. 64 KiB + 3 at unaligned offsets, both ways. */
+Test(DTO_SUITE(send), small_messages_arrive_intact_both_ways)
+{
+        struct sizes sz = { dto_small_sizes, dto_n_small_sizes };
+
+        dto_run(NULL, sizes_both_ways, sizes_both_ways, &sz);
+}
+
+/* The same for 1 MiB and 16 MiB (the IA's max_message_size): the payloads
+ * that go by cross-memory attach where the kernel allows it. */
+Test(DTO_SUITE(send), large_messages_arrive_intact_both_ways)
+{
+        struct sizes sz = { dto_large_sizes, dto_n_large_sizes };
+        struct dto_config cfg = { .buf_len = 2 * (DTO_LARGEST_SIZE + 4096) };
+
+        dto_run(&cfg, sizes_both_ways, sizes_both_ways, &sz);
+}
+
+/* ---- gather / scatter ------------------------------------------------------ */
+
+struct segs {
+        DAT_VLEN base, step;    /* the sender's segment k has base + k * step bytes */
+};
+
+/* The sender gathers max_request_iov segments scattered over its buffer;
+ * the receiver scatters into max_recv_iov segments of another shape: 3/4 of
+ * them hold the message, the rest must stay untouched. */
+static void gather_scatter(struct dto_side *s, bool sending, const struct segs *g, uint64_t seed)
+{
+        DAT_LMR_TRIPLET iov[64];
+        unsigned n = (unsigned)(sending ? s->ep_attr.max_request_iov : s->ep_attr.max_recv_iov);
+        DAT_VLEN total = 0, stride = s->mem.len / 64, at = 0;
+        unsigned peer_n;
+
+        DTO_ASSERT(n >= 1 && n <= 64);
+        dto_put_u64(s, n);
+        peer_n = (unsigned)dto_get_u64(s);
+        for (unsigned k = 0; k < (sending ? n : peer_n); k++)
+                total += g->base + k * g->step;
+        if (sending) {
+                for (unsigned k = 0; k < n; k++) {
+                        iov[k] = dto_iov(&s->mem, k * stride + 1 + k % 7, g->base + k * g->step);
+                        dto_fill_at((void *)(uintptr_t)iov[k].virtual_address,
+                                    iov[k].segment_length, seed, at);
+                        at += iov[k].segment_length;
+                }
+                dto_barrier(s);
+                dto_send_wait(s, s->ep[0], iov, n, seed);
+                return;
+        }
+        /* receiving: n segments of total / (3n/4) bytes, rounded up */
+        {
+                unsigned used = n * 3 / 4 ? n * 3 / 4 : 1;
+                DAT_VLEN seg = (total + used - 1) / used + 1;
+
+                DTO_ASSERTF(seg < stride, "segments of %llu bytes do not fit the buffer",
+                            (unsigned long long)seg);
+                for (unsigned k = 0; k < n; k++) {
+                        iov[k] = dto_iov(&s->mem, k * stride + 3 + k % 5, seg);
+                        dto_fill((void *)(uintptr_t)iov[k].virtual_address, seg, 7000 + k);
+                }
+                dto_post_recv(s, s->ep[0], iov, n, seed);
+                dto_barrier(s);
+                dto_expect_recv(s, s->ep[0], seed, total);
+                /* dat_ep_post_recv(3DAT): front segments filled completely,
+                 * one partially, the ones after it not at all */
+                for (unsigned k = 0; k < n; k++) {
+                        const unsigned char *p = (const void *)(uintptr_t)iov[k].virtual_address;
+                        DAT_VLEN filled = at >= total ? 0 : total - at < seg ? total - at : seg;
+
+                        dto_verify_at(p, filled, seed, at);
+                        dto_verify_at(p + filled, seg - filled, 7000 + k, filled);
+                        at += filled;
+                }
+        }
+}
+
+static void gather_scatter_both_ways(struct dto_side *s, void *arg)
+{
+        gather_scatter(s, s->role == DTO_CLIENT, arg, 41);
+        gather_scatter(s, s->role == DTO_SERVER, arg, 42);
+}
+
+/* dat_ep_post_send(3DAT): "the local_iov segments are traversed in the I/O
+ * Vector order"; dat_ep_post_recv(3DAT): filled in I/O Vector order, front
+ * segments completely, one partially, the rest not at all.  As many
+ * segments as the EP allows (the IA's max_iov_segments_per_dto), a message
+ * under 16 KiB (inline). */
+Test(DTO_SUITE(send), segments_gather_and_scatter_in_order_small)
+{
+        struct segs g = { .base = 1, .step = 37 };
+        struct dto_config cfg = { .buf_len = 1 << 20 };
+
+        dto_run(&cfg, gather_scatter_both_ways, gather_scatter_both_ways, &g);
+}
+
+/* The same with a message over DTO_CMA_THRESHOLD (about 200 KiB). */
+Test(DTO_SUITE(send), segments_gather_and_scatter_in_order_large)
+{
+        struct segs g = { .base = 4097, .step = 1237 };
+        struct dto_config cfg = { .buf_len = 4 << 20 };
+
+        dto_run(&cfg, gather_scatter_both_ways, gather_scatter_both_ways, &g);
+}
+
+/* ---- zero-length ----------------------------------------------------------- */
+
+static void zero_segments_client(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 0, NULL, dto_cookie(5), 0), DAT_SUCCESS);
+        dto_expect_dto(s->request_evd, s->ep[0], 5, DAT_DTO_SUCCESS, 0, DAT_DTO_SEND);
+}
+
+static void zero_segments_server(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 64);
+
+        (void)arg;
+        dto_fill(s->mem.buf, 64, 3);
+        dto_post_recv(s, s->ep[0], &iov, 1, 6);
+        dto_barrier(s);
+        dto_expect_recv(s, s->ep[0], 6, 0);
+        dto_verify(s->mem.buf, 64, 3);
+}
+
+/* dat_ep_post_send(3DAT): num_segments "can be 0 for 0 size message",
+ * local_iov "can be NULL for 0 size message": it consumes a receive, which
+ * completes with length 0 and its buffer untouched. */
+Test(DTO_SUITE(send), zero_segments_send_an_empty_message)
+{
+        dto_run(NULL, zero_segments_server, zero_segments_client, NULL);
+}
+
+/* ---- ordering -------------------------------------------------------------- */
+
+#define N_ORDERED 32
+#define ORDERED_SLOT 40000
+
+static DAT_VLEN ordered_len(unsigned k)
+{
+        return (DAT_VLEN)((k * 2731u) % ORDERED_SLOT); /* some above 16 KiB, one 0 */
+}
+
+struct order_check {
+        bool requests;  /* assert the sender's completions' order, else the receiver's */
+};
+
+static void ordered_sender(struct dto_side *s, void *arg)
+{
+        const struct order_check *oc = arg;
+        DAT_DTO_COMPLETION_EVENT_DATA got[N_ORDERED];
+        DAT_LMR_TRIPLET iov;
+
+        for (unsigned k = 0; k < N_ORDERED; k++)
+                dto_fill(s->mem.buf + k * ORDERED_SLOT, ordered_len(k), 300 + k);
+        dto_barrier(s); /* every receive is posted */
+        for (unsigned k = 0; k < N_ORDERED; k++) {
+                iov = dto_iov(&s->mem, k * ORDERED_SLOT, ordered_len(k));
+                DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &iov, dto_cookie(1000 + k), 0),
+                              DAT_SUCCESS);
+        }
+        for (unsigned k = 0; k < N_ORDERED; k++) {
+                DAT_EVENT ev = dto_wait_event(s->request_evd);
+
+                got[k] = ev.event_data.dto_completion_event_data;
+                DTO_ASSERT_EQ(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+                DTO_ASSERT_EQ(got[k].status, DAT_DTO_SUCCESS);
+                DTO_ASSERT_EQ(got[k].operation, DAT_DTO_SEND);
+        }
+        if (!oc->requests)
+                return;
+        /* dat_ep_post_send(3DAT) on a reliable connection: in post order */
+        for (unsigned k = 0; k < N_ORDERED; k++) {
+                DTO_ASSERTF(got[k].user_cookie.as_64 == 1000 + k,
+                            "completion %u has cookie %llu, expected %u", k,
+                            (unsigned long long)got[k].user_cookie.as_64, 1000 + k);
+                DTO_ASSERT_EQ(got[k].transfered_length, ordered_len(k));
+        }
+}
+
+static void ordered_receiver(struct dto_side *s, void *arg)
+{
+        const struct order_check *oc = arg;
+
+        for (unsigned k = 0; k < N_ORDERED; k++) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, k * ORDERED_SLOT, ORDERED_SLOT);
+
+                dto_post_recv(s, s->ep[0], &iov, 1, 2000 + k);
+        }
+        dto_barrier(s);
+        for (unsigned k = 0; k < N_ORDERED; k++) {
+                DAT_EVENT ev = dto_wait_event(s->recv_evd);
+                const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+                unsigned slot;
+
+                DTO_ASSERT_EQ(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+                DTO_ASSERT_EQ(d->status, DAT_DTO_SUCCESS);
+                DTO_ASSERT_EQ(d->operation, DAT_DTO_RECEIVE);
+                slot = (unsigned)(d->user_cookie.as_64 - 2000);
+                DTO_ASSERTF(slot < N_ORDERED, "cookie %llu", (unsigned long long)d->user_cookie.as_64);
+                if (oc->requests)
+                        continue; /* the other test's rule */
+                /* receives are consumed in post order and complete in the
+                 * order the messages arrive (= the sender's post order) */
+                DTO_ASSERTF(slot == k, "receive completion %u is the receive posted %u-th", k,
+                            slot);
+                DTO_ASSERT_EQ(d->transfered_length, ordered_len(k));
+                dto_verify(s->mem.buf + k * ORDERED_SLOT, ordered_len(k), 300 + k);
+        }
+}
+
+/* dat_ep_post_send(3DAT) / the DTO completion stream of a reliable
+ * connection: requests complete on the request EVD in the order they were
+ * posted, each with its own user_cookie and transfered_length. */
+Test(DTO_SUITE(send), sends_complete_in_post_order)
+{
+        struct order_check oc = { .requests = true };
+        struct dto_config cfg = { .buf_len = N_ORDERED * ORDERED_SLOT };
+
+        dto_run(&cfg, ordered_receiver, ordered_sender, &oc);
+}
+
+/* dat_ep_post_recv(3DAT): receives are matched in the order they were
+ * posted and complete in the order the messages arrive, with the message's
+ * length (mixed sizes make a reordering visible). */
+Test(DTO_SUITE(send), receives_complete_in_arrival_order)
+{
+        struct order_check oc = { .requests = false };
+        struct dto_config cfg = { .buf_len = N_ORDERED * ORDERED_SLOT };
+
+        dto_run(&cfg, ordered_receiver, ordered_sender, &oc);
+}
+
+/* ---- a receive posted before the connection -------------------------------- */
+
+static void early_recv_server(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 4096);
+        DAT_EP_STATE st;
+
+        (void)arg;
+        DTO_ASSERT_EQ(dat_ep_get_status(s->ep[0], &st, NULL, NULL), DAT_SUCCESS);
+        DTO_ASSERT_EQ(st, DAT_EP_STATE_UNCONNECTED);
+        dto_post_recv(s, s->ep[0], &iov, 1, 77);
+        dto_expect_empty(s->recv_evd); /* no transfer before Connected */
+        dto_connect(s);
+        dto_expect_recv(s, s->ep[0], 77, 3000);
+        dto_verify(s->mem.buf, 3000, 78);
+}
+
+static void early_recv_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 3000);
+
+        (void)arg;
+        dto_fill(s->mem.buf, 3000, 78);
+        dto_connect(s);
+        dto_send_wait(s, s->ep[0], &iov, 1, 79);
+}
+
+/* dat_ep_post_recv(3DAT): "The operation is valid for all states of the
+ * Endpoint. The actual data transfer does not take place until the Endpoint
+ * is in the DAT_EP_STATE_CONNECTED state": a receive posted to an
+ * Unconnected EP takes the first message after the connection. */
+Test(DTO_SUITE(send), receive_posted_while_unconnected_takes_the_first_message)
+{
+        struct dto_config cfg = { .no_connect = true };
+
+        dto_run(&cfg, early_recv_server, early_recv_client, NULL);
+}
+
+/* ---- waiting and polling ---------------------------------------------------- */
+
+static double cpu_seconds(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double wall_seconds(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void idle_waiter(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 64);
+        DAT_EVENT ev;
+        DAT_COUNT nmore = -1;
+        double cpu0, wall0, cpu, wall;
+        DAT_RETURN r;
+
+        (void)arg;
+        dto_post_recv(s, s->ep[0], &iov, 1, 1); /* a receive outstanding, nothing coming */
+        cpu0 = cpu_seconds();
+        wall0 = wall_seconds();
+        r = dat_evd_wait(s->recv_evd, 1000000, 1, &ev, &nmore);
+        cpu = cpu_seconds() - cpu0;
+        wall = wall_seconds() - wall0;
+        DTO_ASSERT_TYPE(r, DAT_TIMEOUT_EXPIRED);
+        DTO_ASSERT_EQ(nmore, 0);
+        /* the whole process (the IA's progress thread included) sleeps */
+        DTO_ASSERTF(cpu < 0.2 * wall, "%.3f s of CPU in a %.3f s idle dat_evd_wait", cpu, wall);
+        dto_barrier(s);
+}
+
+static void idle_peer(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        dto_barrier(s);
+}
+
+/* dat_evd_wait(3DAT): the consumer is "blocked waiting for the event
+ * arrival" until the timeout (DAT_TIMEOUT_EXPIRED, nmore the queue size):
+ * blocked, not spinning, so the CPU time of a 1 s idle wait on a connected
+ * EP is a small fraction of it. */
+Test(DTO_SUITE(send), evd_wait_sleeps_while_idle)
+{
+        dto_run(NULL, idle_waiter, idle_peer, NULL);
+}
+
+static void woken_receiver(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 512);
+        struct dto_waiter w;
+
+        (void)arg;
+        dto_post_recv(s, s->ep[0], &iov, 1, 11);
+        dto_waiter_start(&w, s->recv_evd, 1, DTO_WAIT_US);
+        dto_barrier(s); /* the waiter sleeps: send now */
+        dto_waiter_join(&w);
+        DTO_ASSERT_EQ(w.ret, DAT_SUCCESS);
+        dto_check_dto(&w.event, s->ep[0], 11, DAT_DTO_SUCCESS, 512, DAT_DTO_RECEIVE);
+        dto_verify(s->mem.buf, 512, 12);
+}
+
+static void waking_sender(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 512);
+
+        (void)arg;
+        dto_fill(s->mem.buf, 512, 12);
+        dto_barrier(s);
+        dto_send_wait(s, s->ep[0], &iov, 1, 13);
+}
+
+/* dat_evd_wait(3DAT): a consumer blocked on the EVD is woken by the arrival
+ * of the completion (the message came while it slept) and gets it. */
+Test(DTO_SUITE(send), evd_wait_wakes_on_a_completion)
+{
+        dto_run(NULL, woken_receiver, waking_sender, NULL);
+}
+
+static void polling_side(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 20000);
+        bool sending = s->role == DTO_CLIENT;
+        DAT_EVENT ev;
+
+        (void)arg;
+        if (sending) {
+                dto_fill(s->mem.buf, 20000, 21);
+                dto_barrier(s);
+                DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &iov, dto_cookie(22), 0),
+                              DAT_SUCCESS);
+                ev = dto_poll_event(s->request_evd);
+                dto_check_dto(&ev, s->ep[0], 22, DAT_DTO_SUCCESS, 20000, DAT_DTO_SEND);
+        } else {
+                dto_post_recv(s, s->ep[0], &iov, 1, 23);
+                dto_barrier(s);
+                ev = dto_poll_event(s->recv_evd);
+                dto_check_dto(&ev, s->ep[0], 23, DAT_DTO_SUCCESS, 20000, DAT_DTO_RECEIVE);
+                dto_verify(s->mem.buf, 20000, 21);
+        }
+}
+
+/* dat_evd_dequeue(3DAT): a consumer that only polls (never waits) sees
+ * both ends' completions: the data path moves without dat_evd_wait. */
+Test(DTO_SUITE(send), completions_reach_a_polling_consumer)
+{
+        dto_run(NULL, polling_side, polling_side, NULL);
+}

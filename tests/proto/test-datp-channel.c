@@ -1,0 +1,231 @@
+/* datp_validate(): EV_DATA_CHANNEL (PROTOCOL.md, "EV_DATA_CHANNEL" and
+ * section 8), the one message that carries descriptors.  Each test starts
+ * from a valid shm or tcp channel, breaks one rule and expects the refusal;
+ * where a rule has a boundary, the value just inside is accepted. */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "tests/proto/datp_samples.h"
+
+TestSuite(datp_channel, .timeout = 10);
+
+static union datp_message m;
+static unsigned attached;       /* descriptors "attached" to m */
+
+/* A valid shm channel: side 0, 4 descriptors (with the pidfd). */
+static void start_shm(void)
+{
+        memset(&m, 0, sizeof(m));
+        datp_header_init(&m.hdr, DATP_EV_DATA_CHANNEL, 1, sizeof(m.ev_data_channel), 0);
+        m.ev_data_channel.ia_id = 7;
+        m.ev_data_channel.conn_id = 11;
+        m.ev_data_channel.ep_handle = 0x7f0000000700ull;
+        m.ev_data_channel.kind = DATP_CHANNEL_SHM;
+        m.ev_data_channel.nfds = attached = 4;
+        m.ev_data_channel.ring_size = 262144;
+        m.ev_data_channel.region_size = 4096 + 2 * (4096 + 262144);
+        m.ev_data_channel.peer_pid = 4242;
+        m.ev_data_channel.peer_uid = 1000;
+}
+
+static void start_tcp(void)
+{
+        start_shm();
+        m.ev_data_channel.kind = DATP_CHANNEL_TCP;
+        m.ev_data_channel.nfds = attached = 1;
+        m.ev_data_channel.ring_size = 0;
+        m.ev_data_channel.region_size = 0;
+        m.ev_data_channel.peer_pid = 0;
+        m.ev_data_channel.peer_uid = 0;
+}
+
+static void expect_as(enum datp_direction dir, int code)
+{
+        const char *reason = NULL;
+        int r = datp_validate(&m, m.hdr.length, attached, dir, 1, &reason);
+
+        cr_expect_eq(r, code, "got %d (%s), want %d", r, reason ? reason : "accepted", code);
+        if (r < 0)
+                cr_expect_not_null(reason);
+}
+
+static void expect(int code)
+{
+        expect_as(DATP_TO_CLIENT, code);
+}
+
+/* PROTOCOL.md: EV_DATA_CHANNEL, 72 bytes, datd -> client. */
+Test(datp_channel, valid_shm_and_tcp_channels_are_accepted)
+{
+        cr_expect_eq(datp_message_size(DATP_EV_DATA_CHANNEL), 72);
+        cr_expect_str_eq(datp_type_name(DATP_EV_DATA_CHANNEL), "EV_DATA_CHANNEL");
+        start_shm();
+        expect(DATP_OK);
+        m.ev_data_channel.side = 1;
+        expect(DATP_OK);
+        /* nfds 3: no pidfd of the peer. */
+        m.ev_data_channel.nfds = attached = 3;
+        expect(DATP_OK);
+        start_tcp();
+        expect(DATP_OK);
+}
+
+/* Section 5: events go datd -> client only. */
+Test(datp_channel, is_refused_sent_to_datd)
+{
+        start_shm();
+        expect_as(DATP_TO_DAEMON, -DATP_E_DIRECTION);
+}
+
+/* Section 8: exactly nfds descriptors, 1..4. */
+Test(datp_channel, descriptor_count_must_match_nfds)
+{
+        start_shm();
+        attached = 3;
+        expect(-DATP_E_FDS);
+        attached = 5;
+        expect(-DATP_E_FDS);
+        attached = 0;
+        expect(-DATP_E_FDS);
+        start_tcp();
+        attached = 0;
+        expect(-DATP_E_FDS);
+        attached = 2;
+        expect(-DATP_E_FDS);
+        m.ev_data_channel.nfds = attached = DATP_CHANNEL_MAX_FDS + 1;
+        expect(-DATP_E_FDS);
+}
+
+/* Section 8: every other type still refuses descriptors, both ways. */
+Test(datp_channel, other_types_still_refuse_descriptors)
+{
+        for (size_t i = 0; i < datp_n_samples; i++) {
+                const struct datp_sample *s = &datp_samples[i];
+                union datp_message x;
+                size_t len = datp_sample_build(s, &x);
+
+                for (unsigned n = 1; n <= DATP_CHANNEL_MAX_FDS; n++)
+                        cr_expect_eq(datp_validate(&x, len, n, s->dir, s->version, NULL), -DATP_E_FDS,
+                                     "%s with %u descriptors", datp_type_name(s->type), n);
+        }
+}
+
+/* The count must fit the kind: shm 3 or 4, tcp 1. */
+Test(datp_channel, nfds_must_fit_the_kind)
+{
+        start_shm();
+        m.ev_data_channel.nfds = attached = 2;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.nfds = attached = 1;
+        expect(-DATP_E_FIELD);
+        start_tcp();
+        m.ev_data_channel.nfds = attached = 3;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_channel, kind_must_be_shm_or_tcp)
+{
+        start_tcp();
+        m.ev_data_channel.kind = 0;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.kind = 3;
+        expect(-DATP_E_FIELD);
+}
+
+/* shm: side 0 or 1. */
+Test(datp_channel, shm_side_is_0_or_1)
+{
+        start_shm();
+        m.ev_data_channel.side = 2;
+        expect(-DATP_E_FIELD);
+}
+
+/* shm: ring_size a power of two in [4096, 64 MiB]. */
+Test(datp_channel, shm_ring_size_is_a_power_of_two_in_range)
+{
+        start_shm();
+        m.ev_data_channel.ring_size = 4096;
+        m.ev_data_channel.region_size = 3 * 4096 + 2 * 4096;
+        expect(DATP_OK);
+        m.ev_data_channel.ring_size = 2048;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.ring_size = 12288;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.ring_size = 64u << 20;
+        m.ev_data_channel.region_size = 3 * 4096 + 2 * (64ull << 20);
+        expect(DATP_OK);
+        m.ev_data_channel.ring_size = 128u << 20;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.ring_size = 0;
+        expect(-DATP_E_FIELD);
+}
+
+/* shm: the region must at least hold the two rings. */
+Test(datp_channel, shm_region_size_holds_two_rings)
+{
+        start_shm();
+        m.ev_data_channel.region_size = 2 * 262144;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.region_size = 2 * 262144 + 1;
+        expect(DATP_OK);
+        m.ev_data_channel.region_size = (256ull << 20) + 1;
+        expect(-DATP_E_FIELD);
+}
+
+/* tcp: the shm fields are 0. */
+Test(datp_channel, tcp_has_no_shm_fields)
+{
+        start_tcp();
+        m.ev_data_channel.ring_size = 4096;
+        expect(-DATP_E_FIELD);
+        start_tcp();
+        m.ev_data_channel.region_size = 1;
+        expect(-DATP_E_FIELD);
+        start_tcp();
+        m.ev_data_channel.side = 1;
+        expect(-DATP_E_FIELD);
+}
+
+Test(datp_channel, ids_flags_reserved_and_request_id)
+{
+        start_shm();
+        m.ev_data_channel.conn_id = 0;
+        expect(-DATP_E_FIELD);
+        start_shm();
+        m.ev_data_channel.ep_handle = 0;
+        expect(-DATP_E_FIELD);
+        start_shm();
+        m.ev_data_channel.flags = 1;
+        expect(-DATP_E_FIELD);
+        start_shm();
+        m.ev_data_channel.reserved = 1;
+        expect(-DATP_E_FIELD);
+        start_shm();
+        m.hdr.request_id = 1;
+        expect(-DATP_E_FIELD);
+}
+
+/* peer_pid >= 0; peer_uid only with a peer_pid. */
+Test(datp_channel, peer_pid_and_uid)
+{
+        start_shm();
+        m.ev_data_channel.peer_pid = -1;
+        expect(-DATP_E_FIELD);
+        start_tcp();
+        m.ev_data_channel.peer_uid = 5;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.peer_pid = 77;
+        expect(DATP_OK);
+}
+
+/* Section 7: framing and size come before descriptors. */
+Test(datp_channel, wrong_size_is_a_size_error_not_a_descriptor_error)
+{
+        start_shm();
+        m.hdr.length = sizeof(m.ev_data_channel) + 8;
+        cr_expect_eq(datp_validate(&m, m.hdr.length, attached, DATP_TO_CLIENT, 1, NULL), -DATP_E_SIZE);
+        start_shm();
+        cr_expect_eq(datp_validate(&m, m.hdr.length, attached, DATP_TO_CLIENT, 0, NULL), -DATP_E_STATE);
+}

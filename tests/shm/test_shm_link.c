@@ -1,0 +1,871 @@
+/* The shm link on its own (libdat/shm_link.h): the region layout datd
+ * makes and libdat checks, the byte rings (partial, wrapping, closing),
+ * the doorbells (rung only when the peer announced a sleep), a hostile
+ * peer that rewrites the shared words, and real processes streaming
+ * through the link while sleeping on their doorbells.
+ *
+ * The shared layout is a format between processes, so the offsets below
+ * are part of it: header magic 0, version 4, ring_size 8, flags 12, ring
+ * offsets 16 and 24; in a ring's control block produced 0, want_room 8,
+ * closed 12, consumed 128, sleeping 256; the data from 4096 on. */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/macro.h"
+#include "libdat/shm_link.h"
+#include "libdat/shm_region.h"
+
+TestSuite(shm_link, .timeout = 60);
+
+#define OFF_MAGIC 0
+#define OFF_VERSION 4
+#define OFF_RING_SIZE 8
+#define OFF_FLAGS 12
+#define OFF_RING0 16
+#define OFF_RING1 24
+#define CTL_PRODUCED 0
+#define CTL_WANT_ROOM 8
+#define CTL_CLOSED 12
+#define CTL_CONSUMED 128
+#define CTL_SLEEPING 256
+#define CTL_SIZE 4096
+
+#define RING 4096u
+
+/* A region with an initialised link and the two ends' doorbells. */
+struct fixture {
+        void *mem;
+        size_t size;
+        int fd;
+        uint32_t ring_size;
+        int doorbell[2];                /* [s]: the one end s waits on */
+};
+
+static struct fixture fixture_new(uint32_t ring_size)
+{
+        struct fixture f = { .size = shm_link_region_size(ring_size), .ring_size = ring_size };
+
+        cr_assert_neq(f.size, 0);
+        cr_assert_eq(shm_region_create(f.size, &f.fd, &f.mem), 0);
+        cr_assert_eq(shm_link_init(f.mem, f.size, ring_size), 0);
+        for (int s = 0; s < 2; s++) {
+                f.doorbell[s] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+                cr_assert_geq(f.doorbell[s], 0);
+        }
+        return f;
+}
+
+static void fixture_free(struct fixture *f)
+{
+        shm_region_unmap(f->mem, f->size);
+        close(f->fd);
+        close(f->doorbell[0]);
+        close(f->doorbell[1]);
+}
+
+static int end_attach(const struct fixture *f, void *mem, unsigned side, struct shm_link *l)
+{
+        return shm_link_attach(mem, f->size, f->ring_size, side, f->doorbell[side],
+                               f->doorbell[1 - side], l);
+}
+
+static void ends(const struct fixture *f, struct shm_link *e0, struct shm_link *e1)
+{
+        cr_assert_eq(end_attach(f, f->mem, 0, e0), 0);
+        cr_assert_eq(end_attach(f, f->mem, 1, e1), 0);
+}
+
+/* Most tests: a link of RING bytes and both ends in this process. */
+static struct fixture f;
+static struct shm_link e0, e1;
+
+static void link_setup(void)
+{
+        f = fixture_new(RING);
+        ends(&f, &e0, &e1);
+}
+
+static void link_teardown(void)
+{
+        fixture_free(&f);
+}
+
+static void put_u32(void *mem, size_t off, uint32_t v)
+{
+        __atomic_store_n((uint32_t *)((char *)mem + off), v, __ATOMIC_RELAXED);
+}
+
+static void put_u64(void *mem, size_t off, uint64_t v)
+{
+        __atomic_store_n((uint64_t *)((char *)mem + off), v, __ATOMIC_RELAXED);
+}
+
+static uint64_t get_u64(const void *mem, size_t off)
+{
+        return __atomic_load_n((const uint64_t *)((const char *)mem + off), __ATOMIC_RELAXED);
+}
+
+/* Where ring r's control block is in a fresh region. */
+static size_t ring_ctl(const struct fixture *f, unsigned r)
+{
+        return (size_t)get_u64(f->mem, r == 0 ? OFF_RING0 : OFF_RING1);
+}
+
+/* Attach (end 0) to a fresh region after a hostile peer wrote v at off,
+ * as a 32- or a 64-bit word (wide). */
+static int attach_after(size_t off, uint64_t v, bool wide)
+{
+        struct fixture g = fixture_new(RING);
+        struct shm_link l;
+        int r;
+
+        if (wide)
+                put_u64(g.mem, off, v);
+        else
+                put_u32(g.mem, off, (uint32_t)v);
+        r = end_attach(&g, g.mem, 0, &l);
+        fixture_free(&g);
+        return r;
+}
+
+static int attach_after_u32(size_t off, uint32_t v)
+{
+        return attach_after(off, v, false);
+}
+
+static int attach_after_u64(size_t off, uint64_t v)
+{
+        return attach_after(off, v, true);
+}
+
+static ssize_t write_bytes(struct shm_link *l, const void *p, size_t n)
+{
+        struct iovec iov = { .iov_base = (void *)p, .iov_len = n };
+
+        return shm_link_writev(l, &iov, 1);
+}
+
+static ssize_t read_bytes(struct shm_link *l, void *p, size_t n)
+{
+        struct iovec iov = { .iov_base = p, .iov_len = n };
+
+        return shm_link_readv(l, &iov, 1);
+}
+
+static bool doorbell_rang(int fd)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+
+        return poll(&p, 1, 0) == 1;
+}
+
+/* The stream's content: byte at position pos. */
+static unsigned char stream_byte(uint64_t pos)
+{
+        uint64_t x = (pos >> 3) * 0x9e3779b97f4a7c15u;
+
+        x ^= x >> 29;
+        return (unsigned char)(x >> (8 * (pos & 7)));
+}
+
+static void fill_stream(unsigned char *p, uint64_t pos, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                p[i] = stream_byte(pos + i);
+}
+
+static bool check_stream(const unsigned char *p, uint64_t pos, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (p[i] != stream_byte(pos + i))
+                        return false;
+        return true;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        return *s;
+}
+
+/* Splits buf (n bytes) into up to max_iov pieces of random sizes, some
+ * empty. */
+static int random_iov(uint64_t *rng, unsigned char *buf, size_t n, struct iovec *iov, int max_iov)
+{
+        int cnt = 0;
+
+        while (cnt < max_iov - 1 && n > 0) {
+                size_t len = rng_next(rng) % (n + 1);
+
+                iov[cnt++] = (struct iovec){ .iov_base = buf, .iov_len = len };
+                buf += len;
+                n -= len;
+        }
+        iov[cnt++] = (struct iovec){ .iov_base = buf, .iov_len = n };
+        return cnt;
+}
+
+static pid_t fork_child(void)
+{
+        pid_t pid = fork();
+
+        cr_assert_geq(pid, 0);
+        if (pid == 0)
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+        return pid;
+}
+
+/* Reaps the child, killing it first if it is still there; its exit code
+ * (or 128 + signal). */
+static int reap(pid_t pid, bool kill_first)
+{
+        int status;
+
+        if (kill_first)
+                kill(pid, SIGKILL);
+        if (waitpid(pid, &status, 0) != pid)
+                return -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* ---- layout: what datd lays out and libdat accepts ---------------------- */
+
+Test(shm_link, region_size_is_zero_for_ring_sizes_not_allowed)
+{
+        cr_expect_eq(shm_link_region_size(0), 0);
+        cr_expect_eq(shm_link_region_size(SHM_LINK_RING_MIN / 2), 0);
+        cr_expect_eq(shm_link_region_size(SHM_LINK_RING_MIN + 64), 0);
+        cr_expect_eq(shm_link_region_size(SHM_LINK_RING_MAX * 2), 0);
+        cr_expect_geq(shm_link_region_size(SHM_LINK_RING_MIN),
+                      SHM_LINK_HEADER + 2 * (size_t)SHM_LINK_RING_MIN);
+        cr_expect_neq(shm_link_region_size(SHM_LINK_RING_MAX), 0);
+}
+
+Test(shm_link, init_refuses_a_region_too_small_or_not_page_aligned)
+{
+        size_t size = shm_link_region_size(RING);
+        unsigned char *mem = aligned_alloc(4096, size + 4096);
+
+        cr_assert_not_null(mem);
+        cr_expect_eq(shm_link_init(mem, size - 1, RING), -EINVAL);
+        cr_expect_eq(shm_link_init(mem + 64, size, RING), -EINVAL);
+        cr_expect_eq(shm_link_init(mem, size, RING + 1), -EINVAL);
+        cr_expect_eq(shm_link_init(mem, size, RING), 0);
+        free(mem);
+}
+
+Test(shm_link, attach_accepts_a_fresh_region_for_either_side, .init = link_setup, .fini = link_teardown)
+{
+        cr_expect_eq(e0.side, 0);
+        cr_expect_eq(e1.side, 1);
+        cr_expect_eq(e0.tx.ctl, e1.rx.ctl);
+        cr_expect_eq(e0.rx.ctl, e1.tx.ctl);
+        cr_expect_neq(e0.tx.ctl, e0.rx.ctl);
+        cr_expect_eq(shm_link_readable(&e0), 0);
+        cr_expect_eq(shm_link_writable(&e0), RING);
+}
+
+Test(shm_link, attach_refuses_arguments_that_do_not_fit)
+{
+        struct fixture f = fixture_new(RING);
+        struct shm_link l;
+
+        cr_expect_eq(shm_link_attach(f.mem, f.size, RING, 2, -1, -1, &l), -EINVAL);
+        cr_expect_eq(shm_link_attach(f.mem, f.size - 1, RING, 0, -1, -1, &l), -EINVAL);
+        cr_expect_eq(shm_link_attach(f.mem, f.size, RING + 1, 0, -1, -1, &l), -EINVAL);
+        cr_expect_eq(shm_link_attach((char *)f.mem + 64, f.size - 64, RING, 0, -1, -1, &l),
+                     -EINVAL);
+        fixture_free(&f);
+}
+
+Test(shm_link, attach_refuses_a_wrong_magic)
+{
+        cr_expect_eq(attach_after_u32(OFF_MAGIC, SHM_LINK_MAGIC ^ 1), -EPROTO);
+}
+
+Test(shm_link, attach_refuses_another_version)
+{
+        cr_expect_eq(attach_after_u32(OFF_VERSION, SHM_LINK_VERSION + 1), -EPROTO);
+}
+
+Test(shm_link, attach_refuses_a_ring_size_other_than_datd_said)
+{
+        cr_expect_eq(attach_after_u32(OFF_RING_SIZE, RING * 2), -EPROTO);
+        cr_expect_eq(attach_after_u32(OFF_RING_SIZE, RING / 2), -EPROTO);
+        cr_expect_eq(attach_after_u32(OFF_RING_SIZE, 0), -EPROTO);
+}
+
+Test(shm_link, attach_refuses_unknown_flags)
+{
+        cr_expect_eq(attach_after_u32(OFF_FLAGS, 1), -EPROTO);
+}
+
+Test(shm_link, attach_refuses_ring_offsets_outside_misaligned_or_overlapping)
+{
+        size_t size = shm_link_region_size(RING);
+
+        cr_expect_eq(attach_after_u64(OFF_RING0, 0), -EPROTO);                  /* on the header */
+        cr_expect_eq(attach_after_u64(OFF_RING1, SHM_LINK_HEADER + 64), -EPROTO);  /* misaligned */
+        cr_expect_eq(attach_after_u64(OFF_RING1, size), -EPROTO);               /* past the end */
+        cr_expect_eq(attach_after_u64(OFF_RING1, UINT64_MAX & ~4095ull), -EPROTO);
+        cr_expect_eq(attach_after_u64(OFF_RING1, SHM_LINK_HEADER), -EPROTO);    /* = ring 0 */
+        cr_expect_eq(attach_after_u64(OFF_RING1, SHM_LINK_HEADER + 4096), -EPROTO); /* overlaps */
+}
+
+Test(shm_link, attach_refuses_counters_more_than_a_ring_apart)
+{
+        struct fixture f = fixture_new(RING);
+        struct shm_link l;
+        size_t c1 = ring_ctl(&f, 1);
+
+        put_u64(f.mem, c1 + CTL_PRODUCED, RING + 1);
+        cr_expect_eq(end_attach(&f, f.mem, 0, &l), -EPROTO);
+        put_u64(f.mem, c1 + CTL_PRODUCED, 0);
+        put_u64(f.mem, c1 + CTL_CONSUMED, 1);     /* consumer ahead of producer */
+        cr_expect_eq(end_attach(&f, f.mem, 0, &l), -EPROTO);
+        fixture_free(&f);
+}
+
+/* ---- the byte stream ---------------------------------------------------- */
+
+Test(shm_link, bytes_come_out_in_order_across_wrap_around_with_odd_sizes_and_iovecs, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char in[3 * RING], out[3 * RING];
+        uint64_t rng = 12345, wpos = 0, rpos = 0;
+
+        for (int round = 0; round < 4000; round++) {
+                struct iovec iov[6];
+                size_t n = 1 + rng_next(&rng) % (RING + RING / 2);
+                int cnt;
+                ssize_t w, r;
+
+                fill_stream(in, wpos, n);
+                cnt = random_iov(&rng, in, n, iov, 6);
+                w = shm_link_writev(&e0, iov, cnt);
+                cr_assert_geq(w, 0);
+                cr_assert_leq((size_t)w, n);
+                wpos += (uint64_t)w;
+
+                n = 1 + rng_next(&rng) % (RING + RING / 2);
+                memset(out, 0, n);
+                cnt = random_iov(&rng, out, n, iov, 6);
+                r = shm_link_readv(&e1, iov, cnt);
+                cr_assert_geq(r, 0);
+                cr_assert(check_stream(out, rpos, (size_t)r), "round %d: bytes at %llu", round,
+                          (unsigned long long)rpos);
+                rpos += (uint64_t)r;
+        }
+        cr_expect_gt(rpos, 100 * (uint64_t)RING, "the stream went round the ring many times");
+}
+
+Test(shm_link, write_is_partial_when_the_ring_fills_then_zero_when_full, .init = link_setup, .fini = link_teardown)
+{
+        static unsigned char buf[2 * RING];
+
+        cr_expect_eq(write_bytes(&e0, buf, RING - 100), (ssize_t)(RING - 100));
+        cr_expect_eq(shm_link_writable(&e0), 100);
+        cr_expect_eq(write_bytes(&e0, buf, 1000), 100);
+        cr_expect_eq(shm_link_writable(&e0), 0);
+        cr_expect_eq(write_bytes(&e0, buf, 1), 0);
+        cr_expect_eq(read_bytes(&e1, buf, 10), 10);
+        cr_expect_eq(write_bytes(&e0, buf, 1000), 10, "room freed by the read");
+}
+
+Test(shm_link, read_is_partial_when_the_iovec_is_smaller_then_zero_when_empty, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char in[300], out[300];
+
+        fill_stream(in, 0, sizeof(in));
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 0);
+        cr_assert_eq(write_bytes(&e0, in, 300), 300);
+        cr_expect_eq(shm_link_readable(&e1), 300);
+        cr_expect_eq(read_bytes(&e1, out, 120), 120);
+        cr_expect_eq(shm_link_readable(&e1), 180);
+        cr_expect_eq(read_bytes(&e1, out + 120, 1000 - 120), 180);
+        cr_expect(check_stream(out, 0, 300));
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 0);
+}
+
+Test(shm_link, the_two_directions_are_independent, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char b = 0;
+
+        cr_assert_eq(write_bytes(&e0, "a", 1), 1);
+        cr_expect_eq(shm_link_readable(&e0), 0, "end 0 does not read what it wrote");
+        cr_assert_eq(write_bytes(&e1, "b", 1), 1);
+        cr_expect_eq(read_bytes(&e0, &b, 1), 1);
+        cr_expect_eq(b, 'b');
+        cr_expect_eq(read_bytes(&e1, &b, 1), 1);
+        cr_expect_eq(b, 'a');
+}
+
+Test(shm_link, reads_after_the_peer_closed_drain_then_say_epipe, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char out[16];
+
+        cr_assert_eq(write_bytes(&e0, "hello", 5), 5);
+        shm_link_close_tx(&e0);
+        cr_expect_eq(write_bytes(&e0, "x", 1), -EPIPE, "no writes after close");
+        cr_expect_not(shm_link_peer_closed(&e1), "not before what was written is read");
+        cr_expect_eq(read_bytes(&e1, out, 3), 3);
+        cr_expect_eq(read_bytes(&e1, out + 3, sizeof(out) - 3), 2);
+        cr_expect_eq(memcmp(out, "hello", 5), 0);
+        cr_expect(shm_link_peer_closed(&e1));
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPIPE);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPIPE);
+        cr_expect(doorbell_rang(f.doorbell[1]), "close wakes the peer");
+        cr_expect_eq(write_bytes(&e1, "y", 1), 1, "the other direction stays open");
+}
+
+/* ---- doorbells ---------------------------------------------------------- */
+
+Test(shm_link, writer_rings_no_doorbell_while_the_reader_has_not_armed, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char out[64];
+
+        for (int i = 0; i < 1000; i++) {
+                cr_assert_eq(write_bytes(&e0, "12345678", 8), 8);
+                cr_assert_eq(read_bytes(&e1, out, sizeof(out)), 8);
+        }
+        cr_expect_eq(e0.doorbell_writes, 0);
+        cr_expect_eq(e1.doorbell_writes, 0);
+        cr_expect_not(doorbell_rang(f.doorbell[1]));
+        cr_expect_not(doorbell_rang(f.doorbell[0]));
+}
+
+Test(shm_link, writer_rings_once_for_a_reader_that_armed, .init = link_setup, .fini = link_teardown)
+{
+        cr_assert(shm_link_arm(&e1, false), "nothing to read: may sleep");
+        cr_assert_eq(write_bytes(&e0, "a", 1), 1);
+        cr_expect_eq(e0.doorbell_writes, 1);
+        cr_expect(doorbell_rang(f.doorbell[1]));
+        cr_assert_eq(write_bytes(&e0, "b", 1), 1);
+        cr_expect_eq(e0.doorbell_writes, 1, "the announcement was taken down with the ring");
+        shm_link_doorbell_drain(&e1);
+        cr_expect_not(doorbell_rang(f.doorbell[1]), "drained");
+        cr_expect_not(doorbell_rang(f.doorbell[0]), "the writer's own doorbell stays quiet");
+}
+
+Test(shm_link, arm_refuses_to_sleep_when_data_is_there, .init = link_setup, .fini = link_teardown)
+{
+        cr_assert_eq(write_bytes(&e0, "a", 1), 1);
+        cr_expect_not(shm_link_arm(&e1, false));
+        cr_assert_eq(write_bytes(&e0, "b", 1), 1);
+        cr_expect_eq(e0.doorbell_writes, 0, "the announcement was withdrawn");
+}
+
+Test(shm_link, arm_refuses_to_sleep_when_the_peer_closed, .init = link_setup, .fini = link_teardown)
+{
+        shm_link_close_tx(&e0);
+        cr_expect_not(shm_link_arm(&e1, false), "the end of the stream is work to do");
+}
+
+Test(shm_link, arm_for_room_refuses_to_sleep_while_there_is_room, .init = link_setup, .fini = link_teardown)
+{
+        static unsigned char buf[RING];
+
+        cr_assert_eq(write_bytes(&e0, buf, RING - 1), (ssize_t)(RING - 1));
+        cr_expect_not(shm_link_arm(&e0, true));
+        cr_assert_eq(write_bytes(&e0, buf, 1), 1);
+        cr_expect(shm_link_arm(&e0, true), "full and nothing to read");
+        shm_link_disarm(&e0);
+}
+
+Test(shm_link, reader_rings_a_writer_that_waits_for_room_when_it_frees_some, .init = link_setup, .fini = link_teardown)
+{
+        static unsigned char buf[RING];
+
+        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)RING);
+        cr_assert_eq(read_bytes(&e1, buf, 1), 1);
+        cr_expect_eq(e1.doorbell_writes, 0, "the writer did not wait");
+        cr_assert_eq(write_bytes(&e0, buf, 1), 1);
+        cr_assert(shm_link_arm(&e0, true));
+        cr_assert_eq(read_bytes(&e1, buf, 1), 1);
+        cr_expect_eq(e1.doorbell_writes, 1);
+        cr_expect(doorbell_rang(f.doorbell[0]));
+        cr_assert_eq(read_bytes(&e1, buf, 1), 1);
+        cr_expect_eq(e1.doorbell_writes, 1, "one ring per announcement");
+}
+
+/* ---- a hostile peer ----------------------------------------------------- */
+
+Test(shm_link, read_refuses_a_producer_counter_that_goes_backwards, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char out[64];
+
+        cr_assert_eq(write_bytes(&e0, "abcdefgh", 8), 8);
+        cr_assert_eq(read_bytes(&e1, out, 4), 4);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, 6);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, 2);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
+        cr_expect_eq(shm_link_readable(&e1), 0);
+}
+
+Test(shm_link, read_refuses_a_producer_counter_more_than_a_ring_ahead, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char out[64];
+
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, RING + 1);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
+        cr_expect_eq(shm_link_readable(&e1), 0);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, UINT64_MAX);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, RING);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), (ssize_t)sizeof(out),
+                     "exactly a ring ahead is a full ring");
+}
+
+Test(shm_link, write_refuses_a_consumer_counter_backwards_or_past_what_was_written, .init = link_setup, .fini = link_teardown)
+{
+        static unsigned char buf[RING];
+
+        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)RING);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_CONSUMED, RING + 1);
+        cr_expect_eq(write_bytes(&e0, buf, 1), -EPROTO);
+        cr_expect_eq(shm_link_writable(&e0), 0);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_CONSUMED, 16);
+        cr_expect_eq(write_bytes(&e0, buf, 1), 1);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_CONSUMED, 8);
+        cr_expect_eq(write_bytes(&e0, buf, 100), -EPROTO, "backwards");
+}
+
+/* A child rewrites every shared word of the link with random values while
+ * the parent keeps reading, writing and arming: every answer stays in its
+ * range and nothing lands outside the caller's buffers. */
+Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_end)
+{
+        struct fixture f = fixture_new(RING);
+        struct shm_link e0;
+        enum { GUARD = 64, BUF = 3000 };
+        static unsigned char buf[GUARD + BUF + GUARD];
+        size_t words[] = { CTL_PRODUCED, CTL_WANT_ROOM, CTL_CLOSED, CTL_CONSUMED, CTL_SLEEPING };
+        uint64_t rng = 99;
+        unsigned proto = 0;
+        int started[2];
+        char c;
+        pid_t pid;
+
+        cr_assert_eq(end_attach(&f, f.mem, 0, &e0), 0);
+        cr_assert_eq(pipe(started), 0);
+        pid = fork_child();
+        if (pid == 0) {
+                uint64_t s = 7;
+
+                (void)!write(started[1], "", 1);
+                for (;;) {
+                        size_t ctl = (size_t)get_u64(f.mem, rng_next(&s) & 1 ? OFF_RING1 : OFF_RING0);
+                        size_t w = words[rng_next(&s) % ARRAY_SIZE(words)];
+                        uint64_t v = rng_next(&s);
+
+                        /* Near the counters' values as often as far off. */
+                        if (v & 1)
+                                v = (v >> 1) % (4 * RING);
+                        if (w == CTL_PRODUCED || w == CTL_CONSUMED)
+                                put_u64(f.mem, ctl + w, v);
+                        else
+                                put_u32(f.mem, ctl + w, (uint32_t)v);
+                }
+        }
+        cr_assert_eq(read(started[0], &c, 1), 1);
+        close(started[0]);
+        close(started[1]);
+        memset(buf, 0xee, sizeof(buf));
+        for (int i = 0; i < 2000000; i++) {
+                size_t n = 1 + rng_next(&rng) % BUF;
+                ssize_t r;
+
+                switch (rng_next(&rng) % 4) {
+                case 0:
+                        r = read_bytes(&e0, buf + GUARD, n);
+                        break;
+                case 1:
+                        r = write_bytes(&e0, buf + GUARD, n);
+                        break;
+                case 2:
+                        shm_link_arm(&e0, true);
+                        shm_link_disarm(&e0);
+                        r = 0;
+                        break;
+                default:
+                        r = (ssize_t)(shm_link_readable(&e0) + shm_link_writable(&e0));
+                        cr_assert_leq(r, 2 * (ssize_t)RING);
+                        r = 0;
+                }
+                cr_assert(r == -EPROTO || r == -EPIPE || (r >= 0 && (size_t)r <= n),
+                          "answer %zd for %zu bytes", r, n);
+                proto += r == -EPROTO;
+        }
+        cr_expect_eq(reap(pid, true), 128 + SIGKILL);
+        for (size_t i = 0; i < GUARD; i++) {
+                cr_assert_eq(buf[i], 0xee);
+                cr_assert_eq(buf[GUARD + BUF + i], 0xee);
+        }
+        cr_expect_gt(proto, 0, "the scribbling was noticed");
+        fixture_free(&f);
+}
+
+/* ---- two processes ------------------------------------------------------ */
+
+/* Sleeps on the end's doorbell until work comes or ms pass; false when
+ * the time ran out with work there (a lost wake-up). */
+struct sleep_count {
+        unsigned arms;                  /* announcements made */
+        unsigned sleeps;                /* of which led to a poll */
+};
+
+static bool sleep_on_doorbell(struct shm_link *l, bool want_room, int ms, struct sleep_count *sc)
+{
+        struct pollfd p = { .fd = l->doorbell_mine, .events = POLLIN };
+        int r;
+
+        sc->arms++;
+        if (!shm_link_arm(l, want_room))
+                return true;
+        sc->sleeps++;
+        r = poll(&p, 1, ms);
+        shm_link_disarm(l);
+        shm_link_doorbell_drain(l);
+        if (r == 0)
+                return shm_link_readable(l) == 0 && !(want_room && shm_link_writable(l) > 0);
+        return true;
+}
+
+struct stream_opts {
+        uint64_t total;
+        size_t chunk_max;
+        bool sleep;                     /* the consumer sleeps when empty */
+};
+
+struct stream_result {
+        uint64_t bytes;
+        struct sleep_count sc;
+        uint64_t doorbell_writes;
+        int lost;                       /* wake-ups that never came */
+};
+
+/* The producer side: a child that maps the region by its fd as libdat
+ * does, writes opts->total bytes of the stream in random chunks, waits
+ * for room on its doorbell, and closes.  Reports in *res (shared). */
+static int stream_producer(const struct fixture *f, const struct stream_opts *o,
+                           struct stream_result *res)
+{
+        unsigned char *buf = malloc(o->chunk_max);
+        struct shm_link l;
+        uint64_t pos = 0, rng = 4242;
+        void *mem;
+        size_t size;
+
+        if (!buf || shm_region_map(f->fd, f->size, &mem, &size) != 0 ||
+            end_attach(f, mem, 0, &l) != 0)
+                return 10;
+        while (pos < o->total) {
+                size_t n = 1 + rng_next(&rng) % o->chunk_max;
+                ssize_t w;
+
+                n = (size_t)(n < o->total - pos ? n : o->total - pos);
+                fill_stream(buf, pos, n);
+                for (size_t done = 0; done < n; done += (size_t)w) {
+                        w = write_bytes(&l, buf + done, n - done);
+                        if (w < 0)
+                                return 11;
+                        if (w == 0 && !sleep_on_doorbell(&l, true, 5000, &res->sc))
+                                res->lost++;
+                }
+                pos += n;
+                /* Now and then a pause: the consumer runs dry and sleeps. */
+                if (o->sleep && rng_next(&rng) % 64 == 0)
+                        usleep(100);
+        }
+        shm_link_close_tx(&l);
+        res->bytes = pos;
+        res->doorbell_writes = l.doorbell_writes;
+        return 0;
+}
+
+static void stream_consume(const struct fixture *f, const struct stream_opts *o,
+                           struct stream_result *res)
+{
+        unsigned char *buf = malloc(o->chunk_max);
+        struct shm_link l;
+        uint64_t rng = 777;
+
+        cr_assert_not_null(buf);
+        cr_assert_eq(end_attach(f, f->mem, 1, &l), 0);
+        for (;;) {
+                size_t n = 1 + rng_next(&rng) % o->chunk_max;
+                ssize_t r = read_bytes(&l, buf, n);
+
+                if (r == -EPIPE)
+                        break;
+                cr_assert_geq(r, 0, "read: %zd", r);
+                cr_assert(check_stream(buf, res->bytes, (size_t)r), "bytes at %llu",
+                          (unsigned long long)res->bytes);
+                res->bytes += (uint64_t)r;
+                if (r == 0 && o->sleep && !sleep_on_doorbell(&l, false, 5000, &res->sc))
+                        res->lost++;
+                /* Now and then a pause: the ring fills and the producer waits. */
+                if (o->sleep && rng_next(&rng) % 64 == 0)
+                        usleep(100);
+        }
+        res->doorbell_writes = l.doorbell_writes;
+        free(buf);
+}
+
+static void run_stream(const struct stream_opts *o, uint32_t ring_size, struct stream_result *prod,
+                       struct stream_result *cons)
+{
+        struct fixture f = fixture_new(ring_size);
+        struct stream_result *shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        pid_t pid;
+
+        cr_assert_neq(shared, MAP_FAILED);
+        memset(shared, 0, sizeof(*shared));
+        pid = fork_child();
+        if (pid == 0)
+                _exit(stream_producer(&f, o, shared));
+        memset(cons, 0, sizeof(*cons));
+        stream_consume(&f, o, cons);
+        cr_expect_eq(reap(pid, false), 0);
+        *prod = *shared;
+        munmap(shared, 4096);
+        fixture_free(&f);
+}
+
+Test(shm_link, two_processes_stream_hundreds_of_megabytes_intact_sleeping_on_doorbells)
+{
+        struct stream_opts o = { .total = 256ull << 20, .chunk_max = 20000, .sleep = true };
+        struct stream_result prod, cons;
+
+        run_stream(&o, 64u << 10, &prod, &cons);
+        cr_expect_eq(cons.bytes, o.total);
+        cr_expect_eq(prod.bytes, o.total);
+        cr_expect_eq(cons.lost, 0, "the consumer missed a wake-up");
+        cr_expect_eq(prod.lost, 0, "the producer missed a wake-up");
+        cr_expect_gt(cons.sc.sleeps, 0, "the consumer slept between bursts");
+        cr_expect_gt(prod.sc.sleeps, 0, "the producer waited for room");
+        /* Each ring took down one announcement (the producer's close rings
+         * regardless). */
+        cr_expect_leq(prod.doorbell_writes, (uint64_t)cons.sc.arms + 1);
+        cr_expect_leq(cons.doorbell_writes, (uint64_t)prod.sc.arms);
+}
+
+Test(shm_link, a_consumer_that_never_sleeps_costs_the_producer_no_system_call)
+{
+        struct stream_opts o = { .total = 32ull << 20, .chunk_max = 3000, .sleep = false };
+        struct stream_result prod, cons;
+
+        run_stream(&o, 16u << 10, &prod, &cons);
+        cr_expect_eq(cons.bytes, o.total);
+        cr_expect_eq(prod.doorbell_writes, 1, "only the close rings");
+}
+
+/* Ping-pong where both sides sleep before every message: the classic
+ * lost wake-up shows as a poll that times out with data waiting.  The
+ * client sends 2i + 1, the server answers 2i + 2. */
+static int echo_loop(struct shm_link *l, unsigned iters, bool client, struct sleep_count *sc)
+{
+        for (uint64_t i = 0; i < iters; i++) {
+                uint64_t out = client ? 2 * i + 1 : 2 * i + 2, in;
+                ssize_t r;
+
+                if (client && write_bytes(l, &out, sizeof(out)) != sizeof(out))
+                        return 22;
+                while ((r = read_bytes(l, &in, sizeof(in))) == 0)
+                        if (!sleep_on_doorbell(l, false, 5000, sc))
+                                return 20;
+                if (r != sizeof(in) || in != (client ? out + 1 : out - 1))
+                        return 21;
+                if (!client && write_bytes(l, &out, sizeof(out)) != sizeof(out))
+                        return 22;
+        }
+        return 0;
+}
+
+Test(shm_link, no_wake_up_is_lost_when_both_ends_sleep_before_every_message)
+{
+        struct fixture f = fixture_new(RING);
+        struct shm_link l;
+        struct sleep_count sc = { 0 };
+        unsigned iters = 20000;
+        int rc;
+        pid_t pid = fork_child();
+
+        if (pid == 0) {
+                struct sleep_count child = { 0 };
+
+                if (end_attach(&f, f.mem, 1, &l) != 0)
+                        _exit(10);
+                _exit(echo_loop(&l, iters, false, &child));
+        }
+        cr_assert_eq(end_attach(&f, f.mem, 0, &l), 0);
+        rc = echo_loop(&l, iters, true, &sc);
+        cr_expect_eq(rc, 0);
+        cr_expect_eq(reap(pid, rc != 0), rc == 0 ? 0 : 128 + SIGKILL);
+        cr_expect_gt(sc.sleeps, iters / 2, "the client slept between messages");
+        fixture_free(&f);
+}
+
+/* The race the sleep protocol exists for: the writer waits until the
+ * reader has taken the last message, lets a short random time pass and
+ * sends the next, so that it often publishes one just as the reader,
+ * having found the ring empty, announces its sleep.  A message left
+ * waiting while the reader sleeps is a lost wake-up; the reader's poll
+ * times out after 200 ms to notice it. */
+Test(shm_link, no_wake_up_is_lost_when_messages_arrive_as_the_reader_goes_to_sleep)
+{
+        struct fixture f = fixture_new(RING);
+        struct shm_link l;
+        struct sleep_count sc = { 0 };
+        const uint64_t count = 200000;
+        unsigned lost = 0;
+        pid_t pid = fork_child();
+
+        if (pid == 0) {
+                uint64_t rng = 31337;
+
+                if (end_attach(&f, f.mem, 0, &l) != 0)
+                        _exit(10);
+                for (uint64_t seq = 0; seq < count; seq++) {
+                        while (shm_link_writable(&l) != RING)
+                                ;
+                        for (uint64_t spin = rng_next(&rng) % 64; spin > 0; spin--)
+                                __asm__ __volatile__("" ::: "memory");
+                        if (write_bytes(&l, &seq, sizeof(seq)) != sizeof(seq))
+                                _exit(11);
+                }
+                _exit(0);
+        }
+        cr_assert_eq(end_attach(&f, f.mem, 1, &l), 0);
+        for (uint64_t seq = 0; seq < count;) {
+                uint64_t got;
+                ssize_t r = read_bytes(&l, &got, sizeof(got));
+
+                if (r == 0) {
+                        lost += !sleep_on_doorbell(&l, false, 200, &sc);
+                        continue;
+                }
+                cr_assert_eq(r, sizeof(got));
+                cr_assert_eq(got, seq);
+                seq++;
+        }
+        cr_expect_eq(reap(pid, false), 0);
+        cr_expect_eq(lost, 0, "%u wake-ups lost in %u sleeps", lost, sc.sleeps);
+        cr_expect_gt(sc.sleeps, 1000, "the reader slept often");
+        fixture_free(&f);
+}
