@@ -24,6 +24,7 @@ struct channel_shm {
         size_t size;
         int doorbell_mine;
         int doorbell_peer;
+        bool closed;                    /* our direction is closed */
 };
 
 static struct channel_shm *to_shm(struct channel *ch)
@@ -77,6 +78,7 @@ static unsigned shm_poll_events(struct channel *ch, bool want_room)
 
 static void shm_shutdown(struct channel *ch)
 {
+        to_shm(ch)->closed = true;
         shm_link_close_tx(&to_shm(ch)->link);
 }
 
@@ -84,6 +86,10 @@ static void shm_destroy(struct channel *ch)
 {
         struct channel_shm *s = to_shm(ch);
 
+        /* The end of our stream: after a BYE it is an orderly end, without
+         * one (a failure) the peer takes it for a broken connection. */
+        if (!__atomic_load_n(&s->closed, __ATOMIC_RELAXED))
+                shm_link_close_tx(&s->link);
         shm_region_unmap(s->mem, s->size);
         close(s->doorbell_mine);
         close(s->doorbell_peer);

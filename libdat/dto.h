@@ -21,22 +21,27 @@
  *   a Send or Write completes when the target has placed the data, a Read
  *   when its data arrived, an RMR bind in order after what was posted
  *   before it.  Receives complete in the order messages arrive.
- * - Synchronous refusals (nothing posted): bad handle; EP not Connected
- *   (DAT_INVALID_STATE; dat_ep_post_recv is valid in every state);
- *   num_segments outside [0, max_*_iov] or a NULL local_iov with segments
- *   (DAT_INVALID_PARAMETER); completion flags unknown or UNSIGNALLED
- *   without the EP's configuration (DAT_INVALID_PARAMETER); queue full
- *   (DAT_INSUFFICIENT_RESOURCES); an lmr_context no LMR of this IA has, or
- *   whose LMR lacks the local privilege (DAT_PRIVILEGES_VIOLATION); an LMR
- *   of another PZ than the EP's (DAT_PROTECTION_VIOLATION).
- * - dat_ep_post_recv checks its segments as dat_srq_post_recv does: a
- *   segment outside its LMR is DAT_INVALID_PARAMETER (ARG3), synchronous.
- * - Error completions: a local segment of a Send, RDMA Write or RDMA Read
- *   outside its LMR: DAT_DTO_ERR_LOCAL_PROTECTION; a Send longer than the transport's
+ * - Synchronous refusals (nothing posted): bad handle; EP neither
+ *   Connected nor Disconnected (DAT_INVALID_STATE; dat_ep_post_recv is
+ *   valid in every state); num_segments outside [0, max_*_iov] or a NULL
+ *   local_iov with segments (DAT_INVALID_PARAMETER); completion flags
+ *   unknown or UNSIGNALLED without the EP's configuration
+ *   (DAT_INVALID_PARAMETER); queue full (DAT_INSUFFICIENT_RESOURCES); an
+ *   lmr_context no LMR of this IA has, or whose LMR lacks the local
+ *   privilege (DAT_PRIVILEGES_VIOLATION); an LMR of another PZ than the
+ *   EP's (DAT_PROTECTION_VIOLATION); a segment outside its LMR
+ *   (DAT_INVALID_PARAMETER, ARG3); an RDMA Read whose local buffer is
+ *   smaller than the remote segment, an RDMA Write whose remote segment is
+ *   smaller than the local data (DAT_LENGTH_ERROR).
+ * - On a Disconnected EP a Send, RDMA or RMR bind is accepted and
+ *   completes DAT_DTO_ERR_FLUSHED at once, as a receive does.
+ * - Error completions: a Send longer than the transport's
  *   max_message_size, or an RDMA beyond max_rdma_size:
  *   DAT_DTO_ERR_LOCAL_LENGTH; a message longer than the receive buffer:
  *   the Receive DAT_DTO_ERR_LOCAL_LENGTH, the Send
- *   DAT_DTO_ERR_REMOTE_RESPONDER; an RDMA whose rmr_context, bounds,
+ *   DAT_DTO_ERR_REMOTE_RESPONDER; a receive whose LMR went away before the
+ *   message came: DAT_DTO_ERR_LOCAL_PROTECTION (the Send
+ *   DAT_DTO_ERR_REMOTE_RESPONDER); an RDMA whose rmr_context, bounds,
  *   privileges or PZ the target refuses: DAT_DTO_ERR_REMOTE_ACCESS; a Send
  *   with no receive posted on the target within the receiver-not-ready
  *   time (DTO_RNR_TIMEOUT_MS, $DATD_RNR_TIMEOUT_MS): the Send

@@ -180,6 +180,10 @@ struct dto_ep {
          * (dto_fail), run by dto_finish. */
         struct dto_batch fail_batch;
 
+        /* Receive completions of SRQ buffers not dequeued yet (atomic):
+         * dat_ep_free gives them back to the SRQ as reaped. */
+        uint32_t srq_unreaped;
+
         /* Counters (datctl could show them later; tests read them). */
         uint64_t bytes_sent, bytes_received;
 };

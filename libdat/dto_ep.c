@@ -222,8 +222,10 @@ void dto_complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq_buff
         if (srq_buffer) {
                 struct srq *srq = srq_lookup(d->ep->srq);
 
-                if (srq)
+                if (srq) {
                         srq_buffer_completed(srq);
+                        __atomic_add_fetch(&d->srq_unreaped, 1, __ATOMIC_RELAXED);
+                }
         }
         post_event(d->ep->recv_evd, &event, notify || status != DAT_DTO_SUCCESS, b);
 }
@@ -524,6 +526,14 @@ void dto_ep_destroy(struct ep *ep)
                         rmr_bind_complete(rmr, false);
         }
         pthread_mutex_unlock(&d->lock);
+        /* Completions of its SRQ buffers still queued can no longer be
+         * told apart once the EP is gone: the buffers count as reaped. */
+        if (ep->srq != DAT_HANDLE_NULL) {
+                struct srq *srq = srq_lookup(ep->srq);
+
+                for (uint32_t n = d->srq_unreaped; srq && n > 0; n--)
+                        srq_buffer_reaped(srq);
+        }
         channel_destroy(d->ch);
         free_queues(d);
         pthread_mutex_destroy(&d->lock);
@@ -540,9 +550,11 @@ void dto_event_reaped(const DAT_EVENT *event)
         if (event->event_number != DAT_DTO_COMPLETION_EVENT || e->operation != DAT_DTO_RECEIVE)
                 return;
         ep = ep_lookup(e->ep_handle);
-        if (!ep || ep->srq == DAT_HANDLE_NULL)
+        if (!ep || ep->srq == DAT_HANDLE_NULL || !ep->dto)
                 return;
         srq = srq_lookup(ep->srq);
-        if (srq)
+        if (srq && __atomic_load_n(&ep->dto->srq_unreaped, __ATOMIC_RELAXED) > 0) {
+                __atomic_sub_fetch(&ep->dto->srq_unreaped, 1, __ATOMIC_RELAXED);
                 srq_buffer_reaped(srq);
+        }
 }

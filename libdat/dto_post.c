@@ -37,10 +37,9 @@ static bool ep_connected(DAT_EP_STATE s)
 
 /* What the request's local segments may do (the man pages' return codes):
  * an lmr_context no LMR of the IA has, or one lacking the privilege:
- * DAT_PRIVILEGES_VIOLATION; an LMR of another PZ: DAT_PROTECTION_VIOLATION.
- * A segment outside its LMR is no refusal here: *outside is set and the
- * request completes DAT_DTO_ERR_LOCAL_PROTECTION (for receives the caller
- * refuses it).  *total gets the bytes. */
+ * DAT_PRIVILEGES_VIOLATION; an LMR of another PZ: DAT_PROTECTION_VIOLATION;
+ * a segment outside its LMR sets *outside (the callers refuse it with
+ * DAT_INVALID_PARAMETER).  *total gets the bytes. */
 static DAT_RETURN check_segments(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov,
                                  DAT_MEM_PRIV_FLAGS priv, uint64_t *total, bool *outside)
 {
@@ -100,8 +99,30 @@ static DAT_RETURN check_request(struct ep *ep, const struct post_args *a)
                 return DAT_ERR_ARG(3);
         if (a->kind != DTO_REQ_SEND && !a->remote)
                 return DAT_ERR_ARG(5);
-        if (!ep_connected(ep_state(ep)))
+        /* dat_ep_post_send(3DAT) and the RDMA posts: valid on a Connected
+         * or Disconnected EP (where the request is flushed at once). */
+        if (!ep_connected(ep_state(ep)) && ep_state(ep) != DAT_EP_STATE_DISCONNECTED)
                 return ep_invalid_state(ep_state(ep));
+        return DAT_SUCCESS;
+}
+
+/* The bytes an RDMA moves, and the man pages' DAT_LENGTH_ERROR:
+ * dat_ep_post_rdma_read(3DAT), a local buffer too small for the remote
+ * data; dat_ep_post_rdma_write(3DAT), a remote buffer too small for the
+ * local data. */
+static DAT_RETURN rdma_length(const struct post_args *a, uint64_t local_total, uint64_t *length)
+{
+        uint64_t remote = a->remote->segment_length;
+
+        if (a->kind == DTO_REQ_READ) {
+                if (local_total < remote)
+                        return DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
+                *length = remote;
+        } else {
+                if (remote < local_total)
+                        return DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
+                *length = local_total;
+        }
         return DAT_SUCCESS;
 }
 
@@ -113,8 +134,6 @@ static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, u
         struct dto_req *r;
         uint32_t slot;
 
-        if (d->state != DTO_RUNNING)
-                return ep_invalid_state(ep_state(d->ep));
         if (d->tail - d->head >= d->req_cap || (uint32_t)a->n > d->req_iov_max)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
         slot = d->tail % d->req_cap;
@@ -149,9 +168,8 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
         struct ep *ep = ep_lookup(ep_handle);
         DAT_DTO_COMPLETION_STATUS local = DAT_DTO_SUCCESS;
         struct dto_batch b = { 0 };
-        const struct transport_caps *caps;
         struct dto_ep *d;
-        uint64_t total;
+        uint64_t total, length;
         DAT_RETURN ret;
         bool outside, finish, kick;
 
@@ -164,26 +182,39 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
                              a->kind == DTO_REQ_READ ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
                                                      : DAT_MEM_PRIV_LOCAL_READ_FLAG,
                              &total, &outside);
+        /* dat_ep_post_send(3DAT): DAT_INVALID_PARAMETER, "one of the IOV
+         * segments pointed to a memory outside its LMR". */
+        if (ret == DAT_SUCCESS && outside)
+                ret = DAT_ERR_ARG(3);
+        length = total;
+        if (ret == DAT_SUCCESS && a->kind != DTO_REQ_SEND)
+                ret = rdma_length(a, total, &length);
         if (ret != DAT_SUCCESS)
                 return ret;
-        caps = ep_ia(ep)->caps;
-        if (outside)
-                local = DAT_DTO_ERR_LOCAL_PROTECTION;
-        else if (total > (a->kind == DTO_REQ_SEND ? caps->max_message_size : caps->max_rdma_size))
+        /* The EP's limits (dat_ep_create(3DAT) attributes), within the
+         * transport's. */
+        if (length > (uint64_t)(a->kind == DTO_REQ_SEND ? ep->attr.max_message_size
+                                                        : ep->attr.max_rdma_size))
                 local = DAT_DTO_ERR_LOCAL_LENGTH;
-        d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        d = dto_ep_get(ep);
         if (!d)
-                return ep_invalid_state(ep_state(ep));
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         pthread_mutex_lock(&d->lock);
-        ret = enqueue_request(d, a, total, local);
+        /* On a Disconnected EP (or one whose connection just ended) the
+         * request is flushed at once, in order. */
+        if (d->state != DTO_RUNNING)
+                local = DAT_DTO_ERR_FLUSHED;
+        ret = enqueue_request(d, a, length, local);
         if (ret == DAT_SUCCESS) {
-                if (local != DAT_DTO_SUCCESS)
-                        /* Like a NIC's local error: the connection ends. */
-                        dto_fail(d, "a local segment is outside its LMR or too long");
+                if (local == DAT_DTO_ERR_FLUSHED)
+                        dto_deliver_requests(d, &b);
+                else if (local != DAT_DTO_SUCCESS)
+                        /* Like a NIC's local length error: the connection ends. */
+                        dto_fail(d, "a request longer than the transport allows");
                 else
                         dto_tx_flush(d);
         }
-        finish = dto_needs_finish(d);
+        finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
         /* Frames wait for room: the progress thread must watch for it. */
         kick = d->state == DTO_RUNNING && dto_tx_pending(d);
         pthread_mutex_unlock(&d->lock);

@@ -70,19 +70,26 @@ bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct io
         return true;
 }
 
-/* Segments of a request as iovecs of this process. */
+/* Segments of a request as iovecs of this process, the first r->length
+ * bytes of them (an RDMA Read may have room for more than it reads). */
 static uint32_t req_iovecs(const struct dto_ep *d, uint32_t slot, const struct dto_req *r,
                            struct iovec *out)
 {
         const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+        uint64_t left = r->length;
         uint32_t n = 0;
 
-        for (uint32_t i = 0; i < r->nseg; i++)
-                if (t[i].segment_length > 0)
-                        out[n++] = (struct iovec){
-                                .iov_base = (void *)(uintptr_t)t[i].virtual_address,
-                                .iov_len = (size_t)t[i].segment_length,
-                        };
+        for (uint32_t i = 0; i < r->nseg && left > 0; i++) {
+                uint64_t len = t[i].segment_length < left ? t[i].segment_length : left;
+
+                if (len == 0)
+                        continue;
+                out[n++] = (struct iovec){
+                        .iov_base = (void *)(uintptr_t)t[i].virtual_address,
+                        .iov_len = (size_t)len,
+                };
+                left -= len;
+        }
         return n;
 }
 

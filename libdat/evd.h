@@ -50,6 +50,8 @@ struct evd {
         uint32_t wait_threshold;        /* events that satisfy it */
         bool waiter_sleeps;             /* it may be in the futex: producers must wake it */
         uint32_t wake_seq;              /* the futex word; changes on anything a waiter watches */
+        uint32_t notified;              /* notification events queued so far (wraps) */
+        uint32_t wait_notified;         /* ... when the waiter started waiting */
 
         /* Endpoints feeding this EVD with consumer-controlled notification
          * (DAT_COMPLETION_UNSIGNALLED_FLAG, DAT_COMPLETION_SOLICITED_WAIT_FLAG):

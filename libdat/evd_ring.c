@@ -136,6 +136,7 @@ static DAT_RETURN ring_push(struct evd *evd, const DAT_EVENT *event, bool notify
         slot->evd_handle = evd->obj.handle;
         evd->count++;
         if (notify) {
+                evd->notified++;
                 /* dat_evd_wait(3DAT): a waiter owns the EVD; its CNO is not
                  * triggered.  dat_evd_enable(3DAT): only an enabled EVD
                  * triggers its CNO. */
@@ -316,10 +317,25 @@ static DAT_RETURN wait_admit_locked(const struct evd *evd, DAT_COUNT threshold)
  * dat_word_sleep returned), or DAT_SUCCESS with *done false to keep
  * waiting.  A timeout wins over what did not wake the waiter in time; the
  * events it waited for win over the timeout.  Under evd->lock. */
+/* Whether a blocked waiter's wait is over.  With endpoints feeding the
+ * EVD completions whose notification the consumer controls
+ * (DAT_COMPLETION_UNSIGNALLED_FLAG, DAT_COMPLETION_SOLICITED_WAIT_FLAG), a
+ * completion queued without notification does not end it: a notification
+ * event must have come since it began (the threshold is 1 then).  Under
+ * evd->lock. */
+static bool wait_ready_locked(const struct evd *evd)
+{
+        if (evd->count < evd->wait_threshold || evd->unwaitable || evd->dying)
+                return false;
+        if (evd->unsignalled_feeds || evd->solicited_feeds)
+                return evd->notified != evd->wait_notified;
+        return true;
+}
+
 static DAT_RETURN wait_outcome_locked(struct evd *evd, int sleep_result, DAT_EVENT *event,
                                       bool *done)
 {
-        bool ready = evd->count >= evd->wait_threshold && !evd->unwaitable && !evd->dying;
+        bool ready = wait_ready_locked(evd);
 
         *done = true;
         if (ready) {
@@ -425,6 +441,7 @@ _public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
                 /* dat_evd_wait(3DAT): a consumer blocked here owns the EVD */
                 evd->waiter = true;
                 evd->wait_threshold = (uint32_t)threshold;
+                evd->wait_notified = evd->notified;
                 seen = evd->wake_seq;
                 pthread_spin_unlock(&evd->lock);
                 ret = wait_blocked(evd, seen, &deadline, event, n_more_events);

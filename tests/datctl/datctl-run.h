@@ -18,4 +18,10 @@ char *datctl_run_expect(int status, ...) __attribute__((sentinel));
  * and prints nothing but one JSON value, and returns that value. */
 json_t *datctl_run_json(const char *arg, ...) __attribute__((sentinel));
 
+/* The same, and asserts that the text is exactly what jansson prints for
+ * the value it parses to (json_dumpf with JSON_INDENT(2) |
+ * JSON_PRESERVE_ORDER, then a newline): datctl's --json has one format,
+ * whether a list was streamed or dumped from a tree. */
+json_t *datctl_run_json_exact(const char *arg, ...) __attribute__((sentinel));
+
 #endif

@@ -26,7 +26,7 @@ tests_datctl_test_datctl_format_LDADD = $(CRITERION_LIBS)
 
 tests_datctl_test_datctl_list_SOURCES = tests/datctl/test-datctl-list.c \
 	daemon/datctl-list.c daemon/datctl-table.c daemon/datctl-format.c daemon/datctl-bus.c \
-	daemon/utf8.c
+	daemon/datctl-json.c daemon/utf8.c
 tests_datctl_test_datctl_list_CFLAGS = $(datctl_test_cflags)
 tests_datctl_test_datctl_list_LDADD = $(CRITERION_LIBS) $(SYSTEMD_LIBS) $(JANSSON_LIBS)
 

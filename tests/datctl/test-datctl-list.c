@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/macro.h"
+#include "daemon/datctl-json.h"
 #include "daemon/datctl-list.h"
 
 #define SEC UINT64_C(1000000)
@@ -181,9 +182,13 @@ Test(datctl_list, listener_list_expects_the_dbus_api_type)
 Test(datctl_list, connection_list_expects_the_dbus_api_type)
 {
         _cleanup_free_ char *sig = list_signature(&list_view_connections);
+        _cleanup_free_ char *before = list_signature_n(&list_view_connections,
+                                                       list_view_connections.n_fields_required);
 
-        /* DBUS-API.md: ListConnections() -> a(utussssststttu) */
-        cr_assert_str_eq(sig, "a(utussssststttu)");
+        /* DBUS-API.md: ListConnections() -> a(utussssststttut); shm_bytes is
+         * optional, for a datd from before the shm data channel. */
+        cr_assert_str_eq(sig, "a(utussssststttut)");
+        cr_assert_str_eq(before, "a(utussssststttu)");
 }
 
 Test(datctl_list, listener_rows_show_kind_conn_qual_and_requests)
@@ -211,4 +216,110 @@ Test(datctl_list, connection_rows_show_both_addresses_state_and_age)
 
         cr_assert_not_null(strstr(out, "4242/client tcp active 10.0.0.1 10.0.0.2      4000    - "
                                        "ESTABLISHED 1min 30s"), "%s", out);
+        cr_assert_null(strstr(out, "SHM"), "a column for a field datd did not send:\n%s", out);
+}
+
+/* DBUS-API.md, ListConnections(): shm_bytes, when datd sends it, is a
+ * column of its own (a dash for 0: no shm channel). */
+Test(datctl_list, connection_rows_show_the_shm_region_when_datd_sends_it)
+{
+        _cleanup_(json_decrefp) json_t *rows = json_pack(
+                "[{si sI sI ss ss ss ss ss sI ss sI sI sI si sI},"
+                " {si sI sI ss ss ss ss ss sI ss sI sI sI si sI}]",
+                "id", 7, "client_id", (json_int_t)3, "pid", (json_int_t)4242, "command", "client",
+                "ia", "shm", "role", "active", "local_address", "127.0.0.1", "remote_address",
+                "127.0.0.1", "remote_conn_qual", (json_int_t)4000, "state", "ESTABLISHED",
+                "age_usec", (json_int_t)(90 * SEC), "bytes_sent", (json_int_t)0,
+                "bytes_received", (json_int_t)0, "peer_pid", 4243, "shm_bytes",
+                (json_int_t)(528 << 10),
+                "id", 8, "client_id", (json_int_t)3, "pid", (json_int_t)4242, "command", "client",
+                "ia", "tcp", "role", "active", "local_address", "10.0.0.1", "remote_address",
+                "10.0.0.2", "remote_conn_qual", (json_int_t)4000, "state", "ESTABLISHED",
+                "age_usec", (json_int_t)(90 * SEC), "bytes_sent", (json_int_t)0,
+                "bytes_received", (json_int_t)0, "peer_pid", 0, "shm_bytes", (json_int_t)0);
+        _cleanup_free_ char *out = render(rows, &list_view_connections, 0);
+
+        cr_assert_not_null(strstr(out, " RECEIVED    SHM ID\n"), "%s", out);
+        cr_assert_not_null(strstr(out, "       0B 528.0K  7\n"), "%s", out);
+        cr_assert_not_null(strstr(out, "       0B      -  8\n"), "%s", out);
+}
+
+/* ---- the JSON writer (daemon/datctl-json.c) ---------------------------------- */
+
+static char *written(void (*write)(struct json_writer *w, const void *arg), const void *arg)
+{
+        struct json_writer w;
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+
+        cr_assert_not_null(f);
+        cr_assert_eq(json_writer_init(&w, f), 0);
+        write(&w, arg);
+        cr_assert_eq(json_writer_finish(&w), 0);
+        fclose(f);
+        return text;
+}
+
+static void write_string(struct json_writer *w, const void *arg)
+{
+        json_write_string(w, arg);
+}
+
+static void write_int(struct json_writer *w, const void *arg)
+{
+        json_write_int(w, *(const int64_t *)arg);
+}
+
+static void write_u64(struct json_writer *w, const void *arg)
+{
+        json_write_u64(w, *(const uint64_t *)arg);
+}
+
+/* datctl(8), --json: one format; a streamed string is what jansson prints
+ * for it, for every ASCII character and for UTF-8 beyond. */
+Test(datctl_list, json_strings_are_escaped_as_jansson_escapes_them)
+{
+        char s[4] = "a?b";
+
+        for (int c = 1; c < 0x80; c++) {
+                _cleanup_(json_decrefp) json_t *j = NULL;
+                _cleanup_free_ char *ours = NULL, *theirs = NULL;
+
+                s[1] = (char)c;
+                j = json_string(s);
+                cr_assert_not_null(j);
+                theirs = json_dumps(j, JSON_ENCODE_ANY);
+                ours = written(write_string, s);
+                cr_assert_str_eq(ours, theirs, "character 0x%02x", c);
+        }
+        {
+                static const char utf8[] = "\xc3\xa9\xe2\x80\xae\xf0\x9f\x98\x80 \xef\xbf\xbd";
+                _cleanup_(json_decrefp) json_t *j = json_string(utf8);
+                _cleanup_free_ char *ours = written(write_string, utf8);
+                _cleanup_free_ char *theirs = json_dumps(j, JSON_ENCODE_ANY);
+
+                cr_assert_str_eq(ours, theirs);
+        }
+}
+
+/* DBUS-API.md: counters are JSON integers; jansson's are signed 64-bit, so
+ * a uint64_t above INT64_MAX shows as INT64_MAX in every output. */
+Test(datctl_list, json_integers_are_printed_in_full)
+{
+        static const int64_t ints[] = { 0, 1, -1, 42, INT64_MAX, INT64_MIN, -1234567890123LL };
+        static const uint64_t big = UINT64_MAX;
+
+        for (size_t i = 0; i < ARRAY_SIZE(ints); i++) {
+                _cleanup_(json_decrefp) json_t *j = json_integer(ints[i]);
+                _cleanup_free_ char *ours = written(write_int, &ints[i]);
+                _cleanup_free_ char *theirs = json_dumps(j, JSON_ENCODE_ANY);
+
+                cr_assert_str_eq(ours, theirs);
+        }
+        {
+                _cleanup_free_ char *ours = written(write_u64, &big);
+
+                cr_assert_str_eq(ours, "9223372036854775807");
+        }
 }

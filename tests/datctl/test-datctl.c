@@ -49,12 +49,15 @@ static void start_datd(void)
         cr_assert_eq(datd_start(&datd, NULL), 0, "datd did not start");
 }
 
-/* Whether the next probe registers objects (probe_register()). */
+/* Whether the next probe registers objects (probe_register()), and how
+ * many EPs besides (probe_register_many()). */
 static bool probe_objects;
+static unsigned probe_many_eps;
 
 static void stop_all(void)
 {
         probe_objects = false;
+        probe_many_eps = 0;
         if (probe_pid > 0) {
                 kill(probe_pid, SIGKILL);
                 waitpid(probe_pid, NULL, 0);
@@ -124,6 +127,49 @@ static const struct datp_obj_desc probe_descs[] = {
           .length = PROBE_LMR_LENGTH },
 };
 
+/* How many more EPs the next probe registers (the long-list tests): with
+ * handles MANY_EP_HANDLE(i), no PZ, pipelined 32 at a time (datd.conf's
+ * max_pending_replies is 64). */
+#define MANY_EP_HANDLE(i) (0x7f2000000000ull + (uint64_t)(i) * 0x100)
+#define PROBE_PIPELINE 32
+
+static int probe_register_many(int sock, uint16_t version, uint32_t ia_id, unsigned n)
+{
+        union datp_message reply;
+        unsigned done = 0;
+
+        while (done < n) {
+                unsigned batch = n - done < PROBE_PIPELINE ? n - done : PROBE_PIPELINE;
+
+                for (unsigned i = 0; i < batch; i++) {
+                        struct datp_obj_create create = { .ia_id = ia_id, .desc = probe_descs[1] };
+                        int r;
+
+                        create.desc.handle = MANY_EP_HANDLE(done + i);
+                        create.desc.pz_handle = 0;
+                        create.desc.state = 0;
+                        datp_header_init(&create.hdr, DATP_OBJ_CREATE, version, sizeof(create),
+                                         100 + done + i);
+                        r = datp_send(sock, &create.hdr, NULL, 0);
+                        if (r < 0)
+                                return r;
+                }
+                for (unsigned i = 0; i < batch; i++) {
+                        unsigned nfds;
+                        ssize_t len = datp_recv(sock, &reply, NULL, 0, &nfds);
+
+                        if (len < 0)
+                                return (int)len;
+                        if (reply.hdr.type != (DATP_OBJ_CREATE | DATP_REPLY) ||
+                            ((const struct datp_status *)(reply.bytes + sizeof(struct datp_header)))
+                                    ->dat_status)
+                                return -EPROTO;
+                }
+                done += batch;
+        }
+        return 0;
+}
+
 static int probe_register(int sock, uint16_t version, uint32_t ia_id)
 {
         union datp_message reply;
@@ -166,6 +212,9 @@ static int probe_session(const char *socket_path, const char *ia_name)
         r = probe_exchange(sock, &open_ia.hdr, DATP_IA_OPEN | DATP_REPLY, &reply);
         if (r == 0 && probe_objects)
                 r = probe_register(sock, open_ia.hdr.version, reply.ia_open_reply.ia_id);
+        if (r == 0 && probe_many_eps)
+                r = probe_register_many(sock, open_ia.hdr.version, reply.ia_open_reply.ia_id,
+                                        probe_many_eps);
         return r;
         /* The socket stays open: the client stays connected until it dies. */
 }
@@ -205,7 +254,9 @@ static void start_probe(const char *command, const char *ia_name)
         close(hold[0]);
         probe_hold_fd = hold[1];
         p = (struct pollfd) { .fd = ready[0], .events = POLLIN };
-        cr_assert_eq(poll(&p, 1, PROBE_READY_TIMEOUT_MS), 1, "the client did not get ready");
+        /* Registering a hundred thousand EPs takes a few seconds under sanitizers. */
+        cr_assert_eq(poll(&p, 1, PROBE_READY_TIMEOUT_MS + (int)(probe_many_eps / 10)), 1,
+                     "the client did not get ready");
         n = read(ready[0], answer, sizeof(answer) - 1);
         close(ready[0]);
         cr_assert_gt(n, 0);
@@ -631,6 +682,97 @@ Test(datctl, object_list_json_has_every_field)
         cr_assert_eq(json_object_size(lmr), 11, "unexpected keys in the object");
         pz = find_by(objects, "kind", "PZ");
         cr_assert(json_is_null(json_object_get(pz, "pz_handle")), "a PZ has no PZ");
+}
+
+/* ---- long lists (issue 7) and the one JSON format ------------------------------ */
+
+#define MANY_EPS 100000
+/* The test datd, with room for them (max_eps is per client). */
+static const char *const many_eps_config =
+        "{\n"
+        "  \"log_level\": \"notice\",\n"
+        "  \"ias\": [\n"
+        "    {\"name\": \"shm\", \"transport\": \"shm\", \"address\": \"127.0.0.1\"},\n"
+        "    {\"name\": \"tcp\", \"transport\": \"tcp\", \"address\": \"127.0.0.1\"}\n"
+        "  ],\n"
+        "  \"verbs\": false,\n"
+        "  \"limits\": {\"max_eps\": 131072}\n"
+        "}\n";
+
+static size_t count_lines(const char *s)
+{
+        size_t n = 0;
+
+        for (; *s; s++)
+                n += *s == '\n';
+        return n;
+}
+
+/* datctl(8), --json: every endpoint datd lists is in the array, however
+ * many (issue 7: a hundred thousand, which datctl streams row by row),
+ * and the text is what jansson prints for it; the table has one line each. */
+Test(datctl, ep_list_of_a_hundred_thousand_endpoints_is_complete_in_json_and_text)
+{
+        _cleanup_free_ char *address = NULL, *out = NULL, *first = NULL, *last = NULL;
+        _cleanup_(json_decrefp) json_t *eps = NULL;
+        size_t i, mine = 0;
+        json_t *ep;
+
+        datd_stop(&datd);
+        cr_assert_eq(datd_start(&datd, many_eps_config), 0, "datd did not start");
+        address = address_arg();
+        probe_many_eps = MANY_EPS;
+        start_probe(PROBE_COMMAND, "shm");
+
+        eps = datctl_run_json_exact(address, "ep", "list", NULL);
+        cr_assert(json_is_array(eps));
+        cr_assert_eq(json_array_size(eps), MANY_EPS, "%zu endpoints listed", json_array_size(eps));
+        json_array_foreach(eps, i, ep)
+                mine += strcmp(json_string_value(json_object_get(ep, "command")) ?: "",
+                               PROBE_COMMAND) == 0;
+        cr_assert_eq(mine, MANY_EPS);
+        cr_assert_geq(asprintf(&first, "0x%llx", MANY_EP_HANDLE(0)), 0);
+        cr_assert_geq(asprintf(&last, "0x%llx", MANY_EP_HANDLE(MANY_EPS - 1)), 0);
+        find_by(eps, "handle", first);
+        find_by(eps, "handle", last);
+
+        out = datctl_run_ok(address, "ep", "list", NULL);
+        /* The header, a line per endpoint, an empty line and the count. */
+        cr_assert_eq(count_lines(out), MANY_EPS + 3, "%zu lines", count_lines(out));
+        cr_assert_not_null(strstr(out, "\n\n100000 endpoints listed.\n"));
+        cr_assert_not_null(strstr(out, last), "the last endpoint is missing from the table");
+}
+
+/* datctl(8), --json: strings a client chose (its command) come out as
+ * JSON strings, quotes, backslashes and control characters escaped
+ * exactly as in datctl's other JSON (jansson's text). */
+Test(datctl, json_lists_escape_a_command_like_jansson)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_(json_decrefp) json_t *clients = NULL, *eps = NULL, *objects = NULL;
+        static const char command[] = "q\"b\\t\tn\x01\x7f\xc3\xa9";
+
+        probe_objects = true;
+        start_probe(command, "shm");
+        clients = datctl_run_json_exact(address, "client", "list", NULL);
+        assert_json_string(json_array_get(clients, 0), "command", command);
+        eps = datctl_run_json_exact(address, "ep", "list", NULL);
+        cr_assert_eq(json_array_size(eps), 2);
+        assert_json_string(json_array_get(eps, 0), "command", command);
+        objects = datctl_run_json_exact(address, "object", "list", NULL);
+        cr_assert_eq(json_array_size(objects), ARRAY_SIZE(probe_descs));
+}
+
+/* datctl(8): an empty list is "[]" in JSON, as jansson prints it. */
+Test(datctl, json_empty_lists_are_exact)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_(json_decrefp) json_t *listeners = NULL, *connections = NULL;
+
+        listeners = datctl_run_json_exact(address, "listener", "list", NULL);
+        cr_assert_eq(json_array_size(listeners), 0);
+        connections = datctl_run_json_exact(address, "connection", "list", NULL);
+        cr_assert_eq(json_array_size(connections), 0);
 }
 
 /* ---- options ------------------------------------------------------------------- */

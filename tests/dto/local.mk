@@ -114,6 +114,18 @@ tests_dto_test_dto_stress_tcp_LDADD = $(dto_test_ldadd)
 tests_dto_test_dto_stress_netns_SOURCES = tests/dto/test_dto_stress.c
 tests_dto_test_dto_stress_netns_CFLAGS = $(dto_netns_cflags)
 tests_dto_test_dto_stress_netns_LDADD = $(dto_test_ldadd)
+# test_dto_users: two users (no cross-memory attach), and DATD_SHM_NO_CMA=1
+dto_tests += tests/dto/test_dto_users_shm tests/dto/test_dto_users_tcp \
+	tests/dto/test_dto_users_netns
+tests_dto_test_dto_users_shm_SOURCES = tests/dto/test_dto_users.c
+tests_dto_test_dto_users_shm_CFLAGS = $(dto_shm_cflags)
+tests_dto_test_dto_users_shm_LDADD = $(dto_fault_ldadd)
+tests_dto_test_dto_users_tcp_SOURCES = tests/dto/test_dto_users.c
+tests_dto_test_dto_users_tcp_CFLAGS = $(dto_tcp_cflags)
+tests_dto_test_dto_users_tcp_LDADD = $(dto_fault_ldadd)
+tests_dto_test_dto_users_netns_SOURCES = tests/dto/test_dto_users.c
+tests_dto_test_dto_users_netns_CFLAGS = $(dto_netns_cflags)
+tests_dto_test_dto_users_netns_LDADD = $(dto_fault_ldadd)
 # ---- end of the errors/teardown/stress/users block ----
 
 # ---- other engineers' test programs: above this line ----

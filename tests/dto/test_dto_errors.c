@@ -409,6 +409,53 @@ Test(DTO_SUITE(errors), send_longer_than_the_receive_is_length_error_and_remote_
         dto_run(NULL, long_send_server, long_send_client, NULL);
 }
 
+/* ---- a receive whose LMR went away ----------------------------------------- */
+
+static void freed_lmr_server(struct dto_side *s, void *arg)
+{
+        struct dto_mem rx = rx_mem(s), gone = rx_mem(s);
+        struct dto_posted_list recvs = { 0 };
+
+        (void)arg;
+        dto_fill(s->mem.buf, s->mem.len, SEED_MEM);
+        dto_fill(gone.buf, gone.len, SEED_FOREIGN);
+        dto_post_recv_one(s->ep[0], dto_iov(&gone, 0, 4096), 100, NULL);
+        post_receives(s, &rx, 2, 101, &recvs);
+        /* The memory stays mapped: only its registration goes. */
+        DTO_ASSERT_EQ(dat_lmr_free(gone.lmr), DAT_SUCCESS);
+        dto_barrier(s);
+        dto_expect_dto(s->recv_evd, s->ep[0], 100, DAT_DTO_ERR_LOCAL_PROTECTION, DTO_ANY_LENGTH,
+                       DAT_DTO_RECEIVE);
+        target_sees_the_break(s, &recvs);
+        dto_verify(gone.buf, gone.len, SEED_FOREIGN);
+        dto_barrier(s);
+}
+
+static void freed_lmr_client(struct dto_side *s, void *arg)
+{
+        struct dto_posted_list reqs = { 0 }, recvs = { 0 };
+        struct dto_mem rx = rx_mem(s);
+
+        (void)arg;
+        dto_fill(s->mem.buf + FOREIGN_OFF, 32 * 1024, SEED_MSG);
+        post_receives(s, &rx, 2, 200, &recvs);
+        dto_barrier(s);
+        dto_post_send_one(s->ep[0], dto_iov(&s->mem, FOREIGN_OFF, MSG_LEN), 10, &reqs);
+        post_behind(s, 11, &reqs);
+        initiator_sees_the_break(s, &reqs, DAT_DTO_ERR_REMOTE_RESPONDER, &recvs, false);
+        dto_barrier(s);
+}
+
+/* dto.h: a receive whose LMR went away (dat_lmr_free(3DAT): a DTO using a
+ * destroyed LMR "shall fail and report a protection violation") completes
+ * DAT_DTO_ERR_LOCAL_PROTECTION when the message comes, the Send
+ * DAT_DTO_ERR_REMOTE_RESPONDER; the connection breaks; the buffer, no longer
+ * registered, is not written. */
+Test(DTO_SUITE(errors), receive_whose_lmr_was_freed_is_local_protection)
+{
+        dto_run(NULL, freed_lmr_server, freed_lmr_client, NULL);
+}
+
 /* ---- receiver not ready ---------------------------------------------------- */
 
 static void rnr_server(struct dto_side *s, void *arg)

@@ -74,6 +74,7 @@ struct op_rec {
         uint64_t expect_seed;   /* a Read: the bytes it must return */
         DAT_SEG_LENGTH expect_len;
         unsigned slot;
+        uint64_t after_write;   /* a Read: the Write it must see (its seq + 1), 0: none */
 };
 
 /* The replay of one side's Writes (and what its Reads must find). */
@@ -83,6 +84,7 @@ struct target_state {
         uint64_t seed[TARGET_SLOTS];
         DAT_SEG_LENGTH len[TARGET_SLOTS];
         unsigned last;          /* the slot of the last Write */
+        uint64_t last_seq;      /* and its sequence number */
 };
 
 struct lane {
@@ -208,6 +210,7 @@ static void post_next(struct dto_side *s, struct lane *l)
                 /* The last Write posted before it; none yet: the peer's
                  * initial bytes of slot 0. */
                 r->slot = t->writes ? t->last : 0;
+                r->after_write = t->writes ? t->last_seq + 1 : 0;
                 r->expect_seed = t->writes ? t->seed[r->slot] : target_seed(1 - my_side(s), l->idx);
                 r->expect_len = t->writes ? t->len[r->slot] : r->op.len;
                 r->op.len = r->expect_len;
@@ -222,6 +225,7 @@ static void post_next(struct dto_side *s, struct lane *l)
                         ret = dat_ep_post_send(l->ep, 1, &iov, c, flags);
                 } else {
                         r->slot = replay_write(&l->mine, &r->op);
+                        l->mine.last_seq = seq;
                         remote = dto_riov(&l->peer, TARGET_OFF + r->slot * SLOT, r->op.len);
                         ret = dat_ep_post_rdma_write(l->ep, 1, &iov, c, &remote, flags);
                 }
@@ -264,9 +268,10 @@ static void request_done(struct lane *l, const DAT_DTO_COMPLETION_EVENT_DATA *d,
                     !dto_matches(l->mem.buf + LOCAL_OFF + (q % WINDOW) * SLOT, e->expect_len,
                                  e->expect_seed))
                         DTO_FAIL("pair %u: Read %llu of slot %u (%u bytes) returned other bytes "
-                                 "than the last Write there (%s)", l->idx, (unsigned long long)q,
-                                 e->slot, e->expect_len,
-                                 l->mine.writes ? "after a Write" : "the initial bytes");
+                                 "than %s%llu (was it overtaken by a later Write?)", l->idx,
+                                 (unsigned long long)q, e->slot, e->expect_len,
+                                 e->after_write ? "Write " : "the initial fill: no Write before ",
+                                 (unsigned long long)(e->after_write ? e->after_write - 1 : q));
         }
         l->done_seq = seq + 1;
 }
