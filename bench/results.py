@@ -9,7 +9,11 @@ Input (the run's work directory):
                 server command, client command
   logs/         each run's output
 
-Three kinds of output are read:
+Five kinds of output are read:
+  datd   datbench --json (bench/datbench/): one JSON document, {"tool":
+         "datbench", ..., "results": [...]}, among the lines its server
+         printed on stderr
+  datctl lines "name=datctl_ep_list mode=json|table eps=... seconds=..."
   floor  lines "name=... mode=... size=... half_rtt_us_median=..." (bench/floor/)
   fi     fi_pingpong's table: the client's last line, usec/xfer = half round
          trip averaged over the run (fi_pingpong prints no percentiles)
@@ -19,8 +23,8 @@ Three kinds of output are read:
          taken by ucx_perftest over its last 2048 iterations
 
 Every number is the median over the repetitions of that run's median (or
-p99).  A "datd" stack fills the datd columns; until datbench exists there is
-none and they show an em dash.
+p99).  The "datd" rows fill the datd columns (an em dash where datbench did
+not run or failed), and the targets of issue 7 are judged from them.
 """
 import argparse
 import json
@@ -71,6 +75,46 @@ def floor_targets(path, name, mode):
         "unix_connect": [("conn", mode, "AF_UNIX: connect + accept + 64 B each way")],
     }
     return table.get(name, [])
+
+
+DATD_MEASURES = {"send_lat": "lat_send", "write_lat": "lat_write", "write_bw": "bw_write",
+                 "read_bw": "bw_read", "send_bw": "bw_send", "connect": "conn"}
+
+
+def datbench_doc(text):
+    """The JSON document datbench --json printed, or None."""
+    start = text.find('{"tool": "datbench"')
+    if start < 0:
+        return None
+    end = text.find("\n]}", start)
+    end = text.find("]}", start) if end < 0 else end + 1
+    try:
+        return json.loads(text[start:end + 2])
+    except ValueError:
+        return None
+
+
+def parse_datd(path, text):
+    """Rows for the tables (measure, wait, "datd", size, median, p99), and
+    scale values {name: value}."""
+    doc = datbench_doc(text)
+    rows, values = [], {}
+    if not doc:
+        return rows, values
+    for r in doc.get("results", []):
+        name = r.get("name")
+        if name in DATD_MEASURES:
+            measure = DATD_MEASURES[name]
+            if measure == "conn":
+                rows.append((measure, r["mode"], "datd", r["clients"], r["conn_per_s"], r["conn_us_p99"]))
+            elif measure.startswith("lat"):
+                rows.append((measure, r["mode"], "datd", r["size"], r["half_rtt_us_median"],
+                             r["half_rtt_us_p99"]))
+            else:
+                rows.append((measure, "-", "datd", r["size"], r["gbps_median"], r["gbps_p99"]))
+        elif "value" in r and r.get("count", 0) > 0 or name == "datd_rss":
+            values[name] = (r["value"], r.get("count", 0))
+    return rows, values
 
 
 def parse_kv(line):
@@ -173,8 +217,9 @@ def read_meta(work):
 
 
 def collect(work):
-    """{(path, measure, wait, stack, size): {"median": [...], "p99": [...]}} and the runs."""
-    samples, runs = {}, []
+    """{(path, measure, wait, stack, size): {"median": [...], "p99": [...]}}, the
+    runs, and datd's scale {(stack, name): [values]}."""
+    samples, runs, scale = {}, [], {}
     with open(os.path.join(work, "manifest.tsv")) as f:
         for line in f:
             rep, path, kind, stack_id, size, rc, log, scmd, ccmd = line.rstrip("\n").split("\t")
@@ -191,6 +236,17 @@ def collect(work):
                 rows = parse_fi(path, stack_id, int(size), text)
             elif kind == "ucx":
                 rows = parse_ucx(stack_id, text)
+            elif kind == "datd":
+                rows, values = parse_datd(path, text)
+                for name, (v, count) in values.items():
+                    scale.setdefault((stack_id, name), []).append((v, count))
+            elif kind == "datctl":
+                rows = []
+                for line in text.splitlines():
+                    if line.startswith("name="):
+                        kv = parse_kv(line)
+                        scale.setdefault((stack_id, "%s_%s" % (kv["name"], kv["mode"])), []).append(
+                            (float(kv["seconds"]), int(kv["eps"])))
             else:
                 rows = []
             for measure, wait, stack, sz, med, p99 in rows:
@@ -199,7 +255,7 @@ def collect(work):
                     s["median"].append(med)
                 if p99 is not None:
                     s["p99"].append(p99)
-    return samples, runs
+    return samples, runs, scale
 
 
 def med(values):
@@ -272,7 +328,133 @@ def table(results, path, measure, unit, better):
     return lines
 
 
-def write_markdown(out, work, meta, notes, results, runs):
+DAPL_UCM_CPS = 13900.0  # DAPL's published rate for ucm on InfiniBand (issue 7), not measured here
+TCP_LAT = "raw TCP over veth"
+
+
+def lookup(results, path, measure, wait, stack, size, key="median"):
+    for r in results:
+        if (r["path"], r["measure"], r["wait"], r["stack"], r["size"]) == (path, measure, wait, stack, size):
+            return r[key]
+    return None
+
+
+def ucx_stack(results, path, test):
+    for r in results:
+        if r["path"] == path and r["stack"].startswith("UCX") and r["stack"].endswith(" " + test):
+            return r["stack"]
+    return None
+
+
+def fi_stack(results, path):
+    for r in results:
+        if r["path"] == path and r["stack"].startswith("libfabric") and r["stack"].endswith(", mean"):
+            return r["stack"]
+    return None
+
+
+def scale_value(scale, stack, name):
+    v = scale.get((stack, name))
+    return med([x for x, _ in v]) if v else None
+
+
+def verdict(value, bar, lower_is_better):
+    """("met"/"missed"/"not measured", how much) for value against bar."""
+    if value is None or bar is None:
+        return "not measured", DASH
+    if lower_is_better:
+        if value <= bar:
+            return "**met**", "%.0f%% under the bar" % (100 * (1 - value / bar)) if bar else DASH
+        return "**missed**", "%.0f%% over the bar (%.2f\u00d7 it)" % (100 * (value / bar - 1), value / bar)
+    if value >= bar:
+        return "**met**", "%.0f%% above the bar" % (100 * (value / bar - 1)) if bar else DASH
+    return "**missed**", "%.0f%% below the bar (%.2f\u00d7 it)" % (100 * (1 - value / bar), value / bar)
+
+
+def targets(results, scale):
+    """Rows: (target, datd, bar, verdict, by how much)."""
+    rows = []
+
+    def add(what, value, bar, unit, lower, bar_text):
+        v, how = verdict(value, bar, lower)
+        rows.append((what, fmt(value, unit) + " " + unit_label(unit) if value is not None else DASH,
+                     bar_text % (fmt(bar, unit) + " " + unit_label(unit)) if bar is not None
+                     else bar_text % DASH, v, how))
+
+    floor8 = lookup(results, "same", "lat_send", "poll", SHM_FLOOR, 8)
+    for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
+        d = lookup(results, "same", measure, "poll", "datd", 8)
+        add("shm: 8 B %s half round trip (polling) within 2\u00d7 the cache-line floor" % name, d,
+            2 * floor8 if floor8 else None, "us", True, "\u2264 %s (2 \u00d7 the floor)")
+    peers = [lookup(results, "same", "lat_send", "poll", s, 8) for s in
+             (fi_stack(results, "same"), ucx_stack(results, "same", "tag_lat")) if s]
+    peers = [p for p in peers if p is not None]
+    add("shm: 8 B send/recv (polling) no slower than the best of libfabric shm and UCX",
+        lookup(results, "same", "lat_send", "poll", "datd", 8), min(peers) if peers else None, "us", True,
+        "\u2264 %s (the best of them)")
+    put = ucx_stack(results, "same", "ucp_put_lat")
+    add("shm: 8 B RDMA write (polling) no slower than UCX's put",
+        lookup(results, "same", "lat_write", "poll", "datd", 8),
+        lookup(results, "same", "lat_write", "poll", put, 8) if put else None, "us", True, "\u2264 %s")
+    vmw = lookup(results, "same", "bw_write", "-", "floor: process_vm_writev", 1048576)
+    add("shm: 1 MiB RDMA write \u2265 90% of process_vm_writev",
+        lookup(results, "same", "bw_write", "-", "datd", 1048576), 0.9 * vmw if vmw else None, "gbps", False,
+        "\u2265 %s")
+    for size in (8, 64, 1024, 4096):
+        tcp = lookup(results, "cross", "lat_send", "poll", TCP_LAT, size)
+        add("tcp: %s send/recv (polling) within 10%% of raw TCP ping-pong" % size_label(size, "lat_send"),
+            lookup(results, "cross", "lat_send", "poll", "datd", size), 1.1 * tcp if tcp else None, "us", True,
+            "\u2264 %s")
+    for measure, name, stack in (("bw_send", "send", TCP_LAT),
+                                 ("bw_write", "RDMA write", TCP_LAT + " streaming (the floor)"),
+                                 ("bw_read", "RDMA read", TCP_LAT + " streaming (the floor)")):
+        for size in (65536, 1048576, 16777216):
+            tcp = lookup(results, "cross", measure, "-", stack, size)
+            add("tcp: %s %s streaming \u2265 90%% of raw TCP streaming" % (size_label(size, measure), name),
+                lookup(results, "cross", measure, "-", "datd", size), 0.9 * tcp if tcp else None, "gbps",
+                False, "\u2265 %s")
+    conc = lookup(results, "same", "conn", "conc", "datd", 8)
+    add("connections: \u2265 50 000 established per second on one host (8 clients)", conc, 50000.0, "cps",
+        False, "\u2265 %s")
+    add("connections: \u2265 3.5\u00d7 DAPL's published ucm rate (13.9k/s, InfiniBand)", conc,
+        3.5 * DAPL_UCM_CPS, "cps", False, "\u2265 %s")
+    add("datd: \u2264 2 KiB per endpoint (resident set)", scale_value(scale, "datd-scale-eps", "datd_rss_per_ep"),
+        2048.0, "bytes", True, "\u2264 %s")
+    for mode in ("json", "table"):
+        add("datd: `datctl%s ep list` with 100 000 endpoints under 1 s" % (" --json" if mode == "json" else ""),
+            scale_value(scale, "datctl-ep-list", "datctl_ep_list_" + mode), 1.0, "s", True, "< %s")
+    return rows
+
+
+def unit_label(unit):
+    return {"us": "\u00b5s", "gbps": "GB/s", "cps": "conn/s", "bytes": "B", "s": "s"}.get(unit, unit)
+
+
+def scale_lines(scale):
+    lines = ["| measure | value | objects |", "|---|--:|--:|"]
+    names = [("datd-scale-eps", "datd_rss_per_ep", "datd resident set per endpoint (shm IA)", "B"),
+             ("datd-scale-eps", "datd_rss_eps", "datd resident set growth with the endpoints", "KiB"),
+             ("datd-scale-conns-shm", "datd_rss_per_conn",
+              "datd resident set per connection, shm IA (beyond its two endpoints)", "B"),
+             ("datd-scale-conns-tcp", "datd_rss_per_conn",
+              "datd resident set per connection, tcp IA same host (beyond its two endpoints)", "B"),
+             ("datctl-ep-list", "datctl_ep_list_json", "`datctl --json ep list`, wall time (best of 3)", "s"),
+             ("datctl-ep-list", "datctl_ep_list_table", "`datctl ep list` (the table), wall time (best of 3)",
+              "s")]
+    any_value = False
+    for stack, name, label, unit in names:
+        v = scale.get((stack, name))
+        if not v:
+            lines.append("| %s | %s | %s |" % (label, DASH, DASH))
+            continue
+        any_value = True
+        value = med([x for x, _ in v])
+        lines.append("| %s | %s %s | %d |" % (label, "%.3f" % value if unit == "s" else "%.0f" % value, unit,
+                                                v[0][1]))
+    return lines if any_value else lines + ["", "(datd's scale was not measured in this run.)"]
+
+
+def write_markdown(out, work, meta, notes, results, runs, scale):
     md = ["# datd benchmark results", "",
           "Written by `bench/run-peers` (see bench/README.md); do not edit by hand. Reproduce with:",
           "", "```sh", "bench/run-peers%s    # as root" % (" --quick" if meta.get("quick") == "1" else ""), "```", ""]
@@ -298,11 +480,24 @@ def write_markdown(out, work, meta, notes, results, runs):
            ""]
     if notes:
         md += ["## Notes from the run", ""] + ["- %s" % n for n in notes] + [""]
+    md += ["## The targets (issue 7)", "",
+           "Judged from this run's medians. The bar is computed from the peer measured in the same run.", "",
+           "| target | datd | bar | verdict | by how much |", "|---|--:|--:|---|---|"]
+    md += ["| %s |" % " | ".join(r) for r in targets(results, scale)] + [""]
+    md += ["## datd's scale", "",
+           "A datd started for the measure alone; its resident set (VmRSS) read before and after "
+           "`datbench scale` made the objects, divided by their number (connections: both ends' "
+           "endpoints existed before; a connection's shm region is a memfd shared with the two processes, "
+           "counted in datd's resident set only for the pages datd itself touched).", ""]
+    md += scale_lines(scale) + [""]
     md += ["## How to read the tables", "",
            "- Latency is half a round trip; bandwidth is bytes \u00f7 time in GB/s (10^9 B/s).",
            "- Each number is the median over the repetitions of each run's median (p99).",
-           "- `datd` columns stay \u201c" + DASH + "\u201d until `datbench` (bench/README.md) runs over libdat; "
-           "the ratio column is then datd \u00f7 that row's peer.",
+           "- The `datd` columns are `datbench` (bench/README.md) over a private datd on the same machine in the "
+           "same run (shm IA on one host, tcp IA across the namespaces); \u201c" + DASH + "\u201d where it did "
+           "not run or failed (see the notes). The ratio column is datd \u00f7 that row's peer.",
+           "- Connection rate: DAPL's published %.1fk connections/s (ucm provider, InfiniBand) is the "
+           "historical bar of issue 7; it is quoted, not measured here." % (DAPL_UCM_CPS / 1000),
            "- fi_pingpong prints only the mean of the whole run (no percentiles): its p99 is n/a. "
            "Its bandwidth rows are ping-pong (size \u00f7 half round trip), not streaming: the Debian "
            "package ships no streaming test.",
@@ -356,7 +551,7 @@ def main():
     meta = read_meta(a.work)
     with open(os.path.join(a.work, "notes.txt")) as f:
         notes = [n.strip() for n in f if n.strip()]
-    samples, runs = collect(a.work)
+    samples, runs, scale = collect(a.work)
     results = []
     for (path, measure, wait, stack, size), s in sorted(samples.items(), key=lambda kv: str(kv[0])):
         unit = next(u for m, _, u, _ in MEASURES if m == measure)
@@ -364,9 +559,13 @@ def main():
                         "unit": unit, "median": med(s["median"]), "p99": med(s["p99"]),
                         "reps_median": s["median"], "reps_p99": s["p99"]})
     with open(a.json, "w") as f:
-        json.dump({"machine": meta, "notes": notes, "results": results, "runs": runs}, f, indent=1)
+        json.dump({"machine": meta, "notes": notes, "results": results, "runs": runs,
+                   "datd_scale": [{"stack": k[0], "name": k[1], "values": [x for x, _ in v],
+                                   "count": v[0][1]} for k, v in sorted(scale.items())],
+                   "targets": [dict(zip(("target", "datd", "bar", "verdict", "by"), t))
+                               for t in targets(results, scale)]}, f, indent=1)
         f.write("\n")
-    write_markdown(a.out, a.work, meta, notes, results, runs)
+    write_markdown(a.out, a.work, meta, notes, results, runs, scale)
     if not results:
         print("results.py: no result was parsed", file=sys.stderr)
         return 1

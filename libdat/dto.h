@@ -104,6 +104,14 @@ struct dto_ia {
         int epfd;                       /* the progress thread's epoll, -1 before it runs */
         int kick_fd;                    /* eventfd: look at every data path again */
         uint32_t n_stalled;             /* data paths whose Send waits for a receive */
+        /* While an application thread polls (dat_evd_dequeue, the spin of
+         * dat_evd_wait), the progress thread does not ask the channels to
+         * wake it: no doorbell system call per message, no thread woken to
+         * compete for the CPU.  app_poll_ns: when one last polled (0: it
+         * went to sleep); unarmed: the progress thread sleeps without
+         * having armed the channels (a consumer going to sleep kicks it). */
+        uint64_t app_poll_ns;
+        bool unarmed;
 };
 
 /* Sets up / tears down an IA's table (ia.c: open and close). */
@@ -148,6 +156,10 @@ void dto_ep_reset(struct ep *ep);
  * conn_finish_disconnect).  Abrupt: always true. */
 bool dto_ep_disconnect(struct ep *ep, bool graceful);
 
+/* dat_ep_free, first: from now on the data path makes no completion and
+ * serves nothing (its connection is being aborted). */
+void dto_ep_quiesce(struct ep *ep);
+
 /* dat_ep_free: drops every DTO without completion, releases SRQ buffers
  * the EP took, and waits until no thread still works on the EP. */
 void dto_ep_destroy(struct ep *ep);
@@ -167,6 +179,10 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
                          const DAT_LMR_TRIPLET *triplet, DAT_MEM_PRIV_FLAGS mem_priv,
                          DAT_VA_TYPE va_type, DAT_RMR_COOKIE cookie,
                          DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT *context);
+
+/* An application thread that polled the EVD's data paths is about to
+ * sleep in dat_evd_wait: the progress thread must watch the channels. */
+void dto_evd_sleep_prepare(struct evd *evd);
 
 /* An application thread about to find an EVD empty: moves the data paths
  * of the EVD's IA along (non-blocking).  Returns whether it did any work. */

@@ -508,6 +508,21 @@ void dto_ep_reset(struct ep *ep)
         }
 }
 
+void dto_ep_quiesce(struct ep *ep)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+
+        if (!d)
+                return;
+        pthread_mutex_lock(&d->lock);
+        /* dat_ep_free(3DAT): its DTOs are destroyed, not completed: from
+         * now on nothing of this data path reaches an EVD. */
+        if (d->state == DTO_RUNNING)
+                d->state = DTO_DEAD;
+        d->fail_pending = d->graceful_done = false;
+        pthread_mutex_unlock(&d->lock);
+}
+
 void dto_ep_destroy(struct ep *ep)
 {
         struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
@@ -527,12 +542,21 @@ void dto_ep_destroy(struct ep *ep)
         }
         pthread_mutex_unlock(&d->lock);
         /* Completions of its SRQ buffers still queued can no longer be
-         * told apart once the EP is gone: the buffers count as reaped. */
+         * told apart once the EP is gone: the buffers count as reaped.  A
+         * buffer taken for a message that never arrived in full goes back
+         * to the SRQ (dat_ep_free(3DAT): the DTOs are destroyed, the SRQ's
+         * buffers are not the EP's to lose). */
         if (ep->srq != DAT_HANDLE_NULL) {
                 struct srq *srq = srq_lookup(ep->srq);
 
                 for (uint32_t n = d->srq_unreaped; srq && n > 0; n--)
                         srq_buffer_reaped(srq);
+                if (srq && d->rx_recv_taken && d->rx_recv_srq) {
+                        srq_buffer_return(srq, d->rx_recv.cookie, (DAT_COUNT)d->rx_recv.nseg,
+                                          d->rx_recv.iov);
+                        d->rx_recv_taken = false;
+                        __atomic_sub_fetch(&ep->recv_outstanding, 1, __ATOMIC_RELAXED);
+                }
         }
         channel_destroy(d->ch);
         free_queues(d);

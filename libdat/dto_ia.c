@@ -262,8 +262,24 @@ bool dto_evd_poll(struct evd *evd)
 
         if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
                 return false;
+        __atomic_store_n(&ia->dto.app_poll_ns, dto_now_ns(), __ATOMIC_RELAXED);
         return poll_all(&ia->dto, false);
 }
+
+void dto_evd_sleep_prepare(struct evd *evd)
+{
+        struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
+
+        if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
+                return;
+        __atomic_store_n(&ia->dto.app_poll_ns, 0, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&ia->dto.unarmed, __ATOMIC_SEQ_CST))
+                dto_ia_kick(ia);
+}
+
+/* How long after an application thread's last poll the progress thread
+ * leaves the channels to it. */
+#define APP_POLL_GRACE_NS 200000u
 
 /* The progress thread, before sleeping: asks every channel to wake it, and
  * watches TCP sockets for room where frames wait.  Returns the epoll
@@ -352,10 +368,33 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
         if (watch(t, datd_fd, EPOLLIN, EV_DATD) < 0 || watch(t, stop_fd, EPOLLIN, EV_STOP_KEY) < 0)
                 return false;
         for (;;) {
-                int timeout = arm_all(t), n;
-                bool all = timeout >= 0;
+                uint64_t now = dto_now_ns(), polled;
+                struct timespec ts, *tsp = NULL;
+                int timeout, n;
+                bool all;
 
-                n = epoll_wait(t->epfd, evs, EVENTS_MAX, timeout);
+                /* An application thread polls: sleep unarmed a while (a
+                 * consumer going to sleep kicks us), and look again. */
+                __atomic_store_n(&t->unarmed, true, __ATOMIC_SEQ_CST);
+                polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
+                if (polled && now - polled < APP_POLL_GRACE_NS) {
+                        uint64_t ns = APP_POLL_GRACE_NS - (now - polled);
+
+                        ts = (struct timespec){ 0, (long)ns };
+                        tsp = &ts;
+                        all = true;
+                } else {
+                        __atomic_store_n(&t->unarmed, false, __ATOMIC_SEQ_CST);
+                        timeout = arm_all(t);
+                        all = timeout >= 0;
+                        if (timeout >= 0) {
+                                ts = (struct timespec){ timeout / 1000,
+                                                        (long)(timeout % 1000) * 1000000 };
+                                tsp = &ts;
+                        }
+                }
+                n = epoll_pwait2(t->epfd, evs, EVENTS_MAX, tsp, NULL);
+                __atomic_store_n(&t->unarmed, false, __ATOMIC_RELAXED);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

@@ -766,6 +766,7 @@ _public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
         /* dat_ep_free(3DAT): "The destruction of the Endpoint during
          * connection setup aborts connection establishment"; a connected
          * EP is disconnected abruptly. */
+        dto_ep_quiesce(ep);
         conn_ep_abort(ep);
         dto_ep_destroy(ep);
         srq = srq_lookup(ep->srq);

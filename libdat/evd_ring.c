@@ -406,6 +406,7 @@ static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_
                 seen = evd->wake_seq;
                 evd->waiter_sleeps = true;
                 pthread_spin_unlock(&evd->lock);
+                dto_evd_sleep_prepare(evd);
                 r = dat_word_sleep(&evd->wake_seq, seen, deadline);
                 pthread_spin_lock(&evd->lock);
                 evd->waiter_sleeps = false;

@@ -375,10 +375,18 @@ bool shm_link_arm(struct shm_link *l, bool want_room)
         return true;
 }
 
+/* Stores only what is set: the peer reads both lines, and a store would
+ * take them from its cache for nothing. */
+static inline void flag_clear(uint32_t *flag)
+{
+        if (__atomic_load_n(flag, __ATOMIC_RELAXED) != 0)
+                __atomic_store_n(flag, 0, __ATOMIC_RELAXED);
+}
+
 void shm_link_disarm(struct shm_link *l)
 {
-        __atomic_store_n(&l->rx.ctl->sleeping, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&l->tx.ctl->want_room, 0, __ATOMIC_RELAXED);
+        flag_clear(&l->rx.ctl->sleeping);
+        flag_clear(&l->tx.ctl->want_room);
 }
 
 void shm_link_doorbell_drain(struct shm_link *l)

@@ -470,6 +470,27 @@ void srq_buffer_reaped(struct srq *srq)
         pthread_mutex_unlock(&srq->lock);
 }
 
+void srq_buffer_return(struct srq *srq, DAT_DTO_COOKIE cookie, DAT_COUNT num_segments,
+                       const DAT_LMR_TRIPLET *iov)
+{
+        DAT_COUNT slot;
+
+        pthread_mutex_lock(&srq->lock);
+        if (srq->taken > 0) {
+                /* Back at the front: it was the oldest when it was taken. */
+                slot = (srq->head + srq->max_recv_dtos - 1) % srq->max_recv_dtos;
+                srq->slots[slot] = (struct srq_slot){ .cookie = cookie,
+                                                      .num_segments = num_segments };
+                if (num_segments > 0)
+                        memcpy(slot_iov(srq, srq->iovs, slot), iov,
+                               (size_t)num_segments * sizeof(*iov));
+                srq->head = slot;
+                srq->taken--;
+                srq->available++;
+        }
+        pthread_mutex_unlock(&srq->lock);
+}
+
 void srq_buffers_dropped(struct srq *srq, DAT_COUNT n)
 {
         pthread_mutex_lock(&srq->lock);

@@ -69,6 +69,11 @@ void srq_buffer_completed(struct srq *srq);
 /* The consumer dequeued a completion of one of the SRQ's buffers. */
 void srq_buffer_reaped(struct srq *srq);
 
+/* A taken buffer no message was placed in goes back to the front of the
+ * SRQ (its EP went away before the message arrived in full). */
+void srq_buffer_return(struct srq *srq, DAT_DTO_COOKIE cookie, DAT_COUNT num_segments,
+                       const DAT_LMR_TRIPLET *iov);
+
 /* n taken buffers vanished with their EP (dat_ep_free(3DAT): its DTOs are
  * destroyed, no completion will come). */
 void srq_buffers_dropped(struct srq *srq, DAT_COUNT n);

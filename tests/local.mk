@@ -24,3 +24,4 @@ include tests/netns/local.mk
 include tests/conn/local.mk
 include tests/shm/local.mk
 include tests/dto/local.mk
+include tests/dapl2/local.mk

@@ -509,12 +509,13 @@ static void phase_start(struct db_conn *c, const struct db_ctl *ctl, void *extra
         requests_down_to(c, 0);
 }
 
-/* One lat phase of n iterations; the half round trips go to s if given. */
-static void lat_phase(struct db_conn *c, enum db_test test, bool block, size_t size, uint64_t n,
-                      struct samples *s)
+/* One lat phase of n iterations; the half round trips go to s if given.
+ * Returns the time the iterations took (not the control exchange). */
+static uint64_t lat_phase(struct db_conn *c, enum db_test test, bool block, size_t size,
+                          uint64_t n, struct samples *s)
 {
         struct db_ctl ctl = { .test = test, .block = block, .size = size, .count = n };
-        uint64_t t0, t1;
+        uint64_t t0, t1, start;
 
         if (test == DB_T_WRITE_LAT) {
                 dst(c)[size - 1] = 0;
@@ -522,7 +523,7 @@ static void lat_phase(struct db_conn *c, enum db_test test, bool block, size_t s
         } else {
                 phase_start(c, &ctl, n ? dst(c) : NULL, size);
         }
-        t0 = bench_now_ns();
+        t0 = start = bench_now_ns();
         for (uint64_t i = 0; i < n; i++) {
                 if (test == DB_T_SEND_LAT) {
                         post_send(c, src(c), size);
@@ -549,14 +550,17 @@ static void lat_phase(struct db_conn *c, enum db_test test, bool block, size_t s
                 t0 = t1;
         }
         requests_down_to(c, 0);
+        return t0 - start;
 }
 
-/* One bw phase of n batches of ops DTOs; each batch's time goes to s. */
-static void bw_phase(struct db_conn *c, enum db_test test, size_t size, unsigned window,
-                     uint64_t ops, uint64_t n, struct samples *s)
+/* One bw phase of n batches of ops DTOs; each batch's time goes to s.
+ * Returns the time the batches took. */
+static uint64_t bw_phase(struct db_conn *c, enum db_test test, size_t size, unsigned window,
+                         uint64_t ops, uint64_t n, struct samples *s)
 {
         struct db_ctl ctl = { .test = test, .window = window, .size = size, .count = n,
                               .ops = ops };
+        uint64_t total = 0;
         struct spin sp;
 
         if (window + 2 > (unsigned)c->max_req)
@@ -583,9 +587,12 @@ static void bw_phase(struct db_conn *c, enum db_test test, size_t size, unsigned
                         post_send(c, NULL, 0);  /* done */
                 wait_recv(c, false);
                 requests_down_to(c, 0);
+                t0 = bench_now_ns() - t0;
+                total += t0;
                 if (s)
-                        samples_add(s, bench_now_ns() - t0);
+                        samples_add(s, t0);
         }
+        return total;
 }
 
 static struct bench_opts pace_opts(const struct db_opts *o)
@@ -600,18 +607,14 @@ static void run_lat(const struct db_opts *o, struct db_conn *c, enum db_test tes
                     size_t size)
 {
         struct bench_opts b = pace_opts(o);
-        uint64_t t0, ns, warm, n;
+        uint64_t ns, warm, n;
         struct samples s;
 
-        t0 = bench_now_ns();
-        lat_phase(c, test, block, size, DB_CALIBRATE_ITERS, NULL);
-        ns = bench_now_ns() - t0;
+        ns = lat_phase(c, test, block, size, DB_CALIBRATE_ITERS, NULL);
         warm = (uint64_t)(o->duration / 5 * 1e9 / ((double)ns / DB_CALIBRATE_ITERS + 1));
         if (warm > o->warmup)
                 warm = o->warmup;
-        t0 = bench_now_ns();
-        lat_phase(c, test, block, size, warm, NULL);
-        ns += bench_now_ns() - t0;
+        ns += lat_phase(c, test, block, size, warm, NULL);
         n = bench_iters_for(&b, ns, warm + DB_CALIBRATE_ITERS, DB_MIN_ITERS);
         if (samples_init(&s, n) < 0)
                 bench_die("datbench: no memory for %llu samples\n", (unsigned long long)n);
@@ -626,18 +629,14 @@ static void run_bw(const struct db_opts *o, struct db_conn *c, enum db_test test
         static const char *const names[] = { [DB_T_WRITE_BW] = "write_bw", [DB_T_READ_BW] = "read_bw",
                                              [DB_T_SEND_BW] = "send_bw" };
         struct bench_opts b = pace_opts(o);
-        uint64_t ops = DB_BATCH_BYTES / size ? DB_BATCH_BYTES / size : 1, t0, ns, warm, n;
+        uint64_t ops = DB_BATCH_BYTES / size ? DB_BATCH_BYTES / size : 1, ns, warm, n;
         struct samples s;
 
-        t0 = bench_now_ns();
-        bw_phase(c, test, size, o->window, ops, 1, NULL);
-        ns = bench_now_ns() - t0;
+        ns = bw_phase(c, test, size, o->window, ops, 1, NULL);
         warm = (uint64_t)(o->duration / 5 * 1e9 / ((double)ns + 1));
         if (warm > o->warmup)
                 warm = o->warmup;
-        t0 = bench_now_ns();
-        bw_phase(c, test, size, o->window, ops, warm, NULL);
-        ns += bench_now_ns() - t0;
+        ns += bw_phase(c, test, size, o->window, ops, warm, NULL);
         n = bench_iters_for(&b, ns, warm + 1, DB_MIN_BATCHES);
         if (samples_init(&s, n) < 0)
                 bench_die("datbench: no memory for %llu samples\n", (unsigned long long)n);

@@ -107,7 +107,7 @@ enum db_kind { DB_LATENCY, DB_BANDWIDTH, DB_RATE, DB_VALUE };
 struct db_result {
         enum db_kind kind;
         char name[32];
-        char mode[16];
+        char mode[32];
         char unit[16];
         size_t size;
         unsigned width;         /* window (bandwidth) or clients (rate) */
@@ -245,8 +245,8 @@ static void table_print(FILE *f)
                                                  "GB/s: median      p99   µs/batch",
                                 [DB_RATE] = "test         mode   clients   conns     conn/s  "
                                             "µs: median      p99",
-                                [DB_VALUE] = "measure                  what                       "
-                                             "value  unit   count",
+                                [DB_VALUE] = "measure                  what                            "
+                                             "value  unit    count",
                         };
 
                         fprintf(f, "%s%s\n", i ? "\n" : "", headers[r->kind]);
@@ -268,7 +268,7 @@ static void table_print(FILE *f)
                                 r->width, (unsigned long long)r->count, r->v[0], r->v[1], r->v[2]);
                         break;
                 case DB_VALUE:
-                        fprintf(f, "%-24s %-20s %12.1f  %-5s %7llu\n", r->name, r->mode, r->v[0],
+                        fprintf(f, "%-24s %-24s %12.1f  %-5s %7llu\n", r->name, r->mode, r->v[0],
                                 r->unit, (unsigned long long)r->count);
                         break;
                 }

@@ -545,12 +545,35 @@ DAT_DTO_COMPLETION_EVENT_DATA dto_expect_dto(DAT_EVD_HANDLE evd, DAT_EP_HANDLE e
         return dto_check_dto(&ev, ep, cookie, status, length, operation);
 }
 
+static const char *conn_event_name(DAT_EVENT_NUMBER n)
+{
+        switch (n) {
+        case DAT_CONNECTION_EVENT_ESTABLISHED:
+                return "ESTABLISHED";
+        case DAT_CONNECTION_EVENT_PEER_REJECTED:
+                return "PEER_REJECTED";
+        case DAT_CONNECTION_EVENT_NON_PEER_REJECTED:
+                return "NON_PEER_REJECTED";
+        case DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR:
+                return "ACCEPT_COMPLETION_ERROR";
+        case DAT_CONNECTION_EVENT_DISCONNECTED:
+                return "DISCONNECTED";
+        case DAT_CONNECTION_EVENT_BROKEN:
+                return "BROKEN";
+        case DAT_CONNECTION_EVENT_TIMED_OUT:
+                return "TIMED_OUT";
+        default:
+                return "?";
+        }
+}
+
 DAT_EVENT dto_expect_conn_event(struct dto_side *s, DAT_EVENT_NUMBER number)
 {
         DAT_EVENT ev = dto_wait_event(s->conn_evd);
 
-        DTO_ASSERTF(ev.event_number == number, "connection event 0x%x, expected 0x%x",
-                    ev.event_number, number);
+        DTO_ASSERTF(ev.event_number == number, "connection event 0x%x (%s), expected 0x%x (%s)",
+                    ev.event_number, conn_event_name(ev.event_number), number,
+                    conn_event_name(number));
         return ev;
 }
 
@@ -835,6 +858,7 @@ static void supervise(int timeout_ms, const int report[2], int status[2], char m
         long long deadline = now_ms() + timeout_ms;
         struct pollfd p[2];
         unsigned left = 2;
+        bool failed = false;
 
         for (unsigned i = 0; i < 2; i++) {
                 p[i] = (struct pollfd){ .fd = pidfd_of(children[i]), .events = POLLIN };
@@ -842,7 +866,7 @@ static void supervise(int timeout_ms, const int report[2], int status[2], char m
                 status[i] = -1;
                 msg[i][0] = '\0';
         }
-        while (left > 0) {
+        while (left > 0 && !failed) {
                 long long wait = deadline - now_ms();
                 int r;
 
@@ -867,7 +891,7 @@ static void supervise(int timeout_ms, const int report[2], int status[2], char m
                         if (status[i] == 128 + SIGKILL && strcmp(msg[i], DTO_DIED_ON_PURPOSE) == 0)
                                 status[i] = 0; /* dto_die() */
                         if (status[i] != 0)
-                                left = 0; /* the other cannot finish alone: killed below */
+                                failed = true; /* the other cannot finish alone: killed below */
                 }
         }
         for (unsigned i = 0; i < 2; i++) {
@@ -910,9 +934,10 @@ void dto_run(const struct dto_config *cfg, dto_role_fn server, dto_role_fn clien
         supervise(c.timeout_ms, (int[2]){ report[0][0], report[1][0] }, status, msg);
         close(report[0][0]);
         close(report[1][0]);
-        /* The first to fail names the cause; the other usually only saw it go. */
+        /* The side that failed first names the cause (the other usually only
+         * saw it go, or was killed for it before its status was taken). */
         for (unsigned i = 0; i < 2; i++)
-                if (status[i] != 0 && status[i] != -1 && msg[i][0] &&
+                if (status[i] != 0 && msg[i][0] && strcmp(msg[i], DTO_DIED_ON_PURPOSE) != 0 &&
                     !strstr(msg[i], "peer process is gone"))
                         cr_assert_fail("%s failed: %s", names[i], msg[i]);
         for (unsigned i = 0; i < 2; i++)

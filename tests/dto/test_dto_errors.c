@@ -559,7 +559,7 @@ static void outside_lmr_server(struct dto_side *s, void *arg)
          * this receive gets, and our memory is as it was. */
         dto_expect_recv(s, s->ep[0], 100, MSG_LEN);
         dto_verify(s->mem.buf, MSG_LEN, SEED_MSG);
-        dto_verify(s->mem.buf + MSG_LEN, s->mem.len - MSG_LEN, SEED_MEM);
+        dto_verify_at(s->mem.buf + MSG_LEN, s->mem.len - MSG_LEN, SEED_MEM, MSG_LEN);
         dto_send_wait(s, s->ep[0], (DAT_LMR_TRIPLET[]){ dto_iov(&rx, 0, MSG_LEN) }, 1, 101);
         DTO_ASSERT_EQ(dto_ep_state(s->ep[0]), DAT_EP_STATE_CONNECTED);
         dto_barrier(s);

@@ -780,10 +780,13 @@ static void survivor(struct dto_side *s, void *arg)
         (void)arg;
         survivor_mem = &m;
         dto_connect(s);
+        /* What the reclaim check looks for is there while the connection is. */
+        DTO_ASSERTF(datd_connection_rows(dto_datd(1)) > 0,
+                    "datd lists no end of the connection: the reclaim check could not fail");
         if (dto_transport() == DTO_SHM)
                 DTO_ASSERTF(datd_memfds(dto_datd(0)) > memfds,
                             "datd holds no shm region for the connection: the reclaim check "
-                            "below could not fail");
+                            "could not fail");
         m.rx = guarded_new(s, 2 * BIG);
         m.wt = guarded_new(s, BIG);
         m.own = guarded_new(s, 2 * BIG);
