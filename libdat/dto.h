@@ -180,6 +180,43 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
                          DAT_VA_TYPE va_type, DAT_RMR_COOKIE cookie,
                          DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT *context);
 
+/* ---- the IB extensions' side (extension.c) ------------------------------- *
+ * The DAT 2.0 InfiniBand extensions dat_extension_op(3) offers
+ * (dat_ib_extensions.h): RDMA Write with immediate data, 64-bit atomic
+ * compare-and-swap and fetch-and-add.  extension.c parses the call and
+ * posts through dto_post_ext; the engine moves them like the other
+ * requests (the target applies an atomic under its own rules: an 8-byte
+ * aligned target the rmr_context grants DAT_IB_MEM_PRIV_REMOTE_ATOMIC), and
+ * extension.c dresses their completion events. */
+enum dto_ext_kind {
+        DTO_EXT_WRITE_IMM = 1,
+        DTO_EXT_CMP_SWAP,
+        DTO_EXT_FETCH_ADD,
+};
+
+struct dto_ext_post {
+        enum dto_ext_kind kind;
+        DAT_COUNT num_segments;
+        const DAT_LMR_TRIPLET *local_iov;       /* atomics: the 8 bytes the old value lands in */
+        DAT_DTO_COOKIE cookie;
+        const DAT_RMR_TRIPLET *remote;
+        uint32_t immed;                         /* WRITE_IMM */
+        uint64_t compare;                       /* CMP_SWAP */
+        uint64_t value;                         /* CMP_SWAP: the swap; FETCH_ADD: the addend */
+        DAT_COMPLETION_FLAGS flags;
+        int flags_arg;                          /* the flags' position, for DAT_INVALID_ARGn */
+};
+
+/* Posts an extended request with the checks of the other posts (and, for
+ * atomics, a local buffer of at least 8 bytes: DAT_LENGTH_ERROR). */
+DAT_RETURN dto_post_ext(DAT_EP_HANDLE ep_handle, const struct dto_ext_post *p);
+
+/* extension.c: makes *event, a DTO completion the engine filled (ep,
+ * cookie, status, length), the extended event of kind: on the initiator
+ * (receive false) the request's own; on the target of a Write with
+ * immediate data (receive true) the receive it consumed, carrying immed. */
+void dto_ext_event(DAT_EVENT *event, enum dto_ext_kind kind, bool receive, uint32_t immed);
+
 /* An application thread that polled the EVD's data paths is about to
  * sleep in dat_evd_wait: the progress thread must watch the channels. */
 void dto_evd_sleep_prepare(struct evd *evd);

@@ -36,6 +36,7 @@ enum dto_req_kind {
         DTO_REQ_SEND = DTO_OP_SEND,
         DTO_REQ_WRITE = DTO_OP_WRITE,
         DTO_REQ_READ = DTO_OP_READ_REQ,
+        DTO_REQ_ATOMIC = DTO_OP_CMP_SWAP,       /* ext says which */
         DTO_REQ_BIND = 100,
 };
 
@@ -55,6 +56,9 @@ struct dto_req {
         uint64_t remote_addr;
         DAT_RMR_HANDLE rmr;             /* BIND */
         DAT_RMR_CONTEXT bind_context;
+        uint8_t ext;                    /* enum dto_ext_kind, 0: none */
+        uint32_t immed;                 /* WRITE with immediate data */
+        uint64_t operand[2];            /* atomics: compare and swap, or the addend */
 };
 
 /* A receive posted to the EP (not to its SRQ). */
@@ -70,6 +74,8 @@ struct dto_resp {
         struct dto_frame frame;
         struct iovec data;              /* READ_RESP inline: the target memory read */
         bool fatal;                     /* an error response: the connection ends after it */
+        bool has_value;                 /* an atomic's answer: value, not data */
+        uint64_t value;
 };
 
 /* The frame being written when the channel filled up. */
@@ -156,6 +162,7 @@ struct dto_ep {
         uint32_t tx_nsegs;              /* descriptors after the header */
         struct iovec tx_payload[DTO_MAX_SEGS];
         uint32_t tx_npayload;
+        uint64_t tx_value;              /* an atomic's answer being written */
 
         /* The frame being read. */
         enum dto_rx_state rx_state;
@@ -167,6 +174,7 @@ struct dto_ep {
         int rx_nsink;
         uint64_t rx_left;               /* payload bytes still to move */
         uint64_t rx_scratch;            /* HELLO's probe value */
+        uint64_t rx_operand[2];         /* an atomic's operands */
         /* What to do once the payload is in. */
         DAT_DTO_COMPLETION_STATUS rx_status;
         bool rx_recv_taken;             /* a receive buffer holds this SEND */
@@ -197,10 +205,20 @@ struct dto_ep *dto_ep_get(struct ep *ep);
  * in order.  Under lock. */
 void dto_deliver_requests(struct dto_ep *d, struct dto_batch *b);
 
-/* Completes a receive.  Under lock. */
+/* Completes a receive (immed: the immediate data of an RDMA Write that
+ * consumed it, or NULL for a Send's).  Under lock. */
 void dto_complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq,
                        DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
                        struct dto_batch *b);
+void dto_complete_recv_immed(struct dto_ep *d, const struct dto_recv *r, bool srq,
+                             DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
+                             uint32_t immed, struct dto_batch *b);
+
+/* Whether a request is answered by a READ_RESP (RDMA Read, atomics). */
+static inline bool dto_req_reads(const struct dto_req *r)
+{
+        return r->kind == DTO_REQ_READ || r->kind == DTO_REQ_ATOMIC;
+}
 
 /* An error completion or a broken channel ends the connection: marks it,
  * flushes, closes the channel.  The EP's state change and the connection
@@ -242,6 +260,9 @@ bool dto_tx_pending(const struct dto_ep *d);
  * its responses: the caller fails the connection). */
 bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct iovec *data,
                     bool fatal);
+
+/* Queues the answer to an atomic: the 8 bytes the target held. */
+bool dto_tx_respond_value(struct dto_ep *d, uint32_t seq, uint64_t value);
 
 /* Queues our HELLO / CMA_OK. */
 void dto_tx_hello(struct dto_ep *d);

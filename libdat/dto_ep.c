@@ -142,12 +142,17 @@ static void post_event(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *event, bool n
                 (void)evd_post_deferred(evd, event, notify, &b->deferred);
 }
 
+static void complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq_buffer,
+                          DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
+                          bool has_immed, uint32_t immed, struct dto_batch *b);
+
 static DAT_DTOS dtos_of(uint8_t kind)
 {
         switch (kind) {
         case DTO_REQ_WRITE:
                 return DAT_DTO_RDMA_WRITE;
         case DTO_REQ_READ:
+        case DTO_REQ_ATOMIC:
                 return DAT_DTO_RDMA_READ;
         case DTO_REQ_BIND:
                 return DAT_DTO_BIND_MW;
@@ -184,6 +189,8 @@ static void complete_request(struct dto_ep *d, struct dto_req *r, struct dto_bat
                         .transfered_length = ok ? (DAT_SEG_LENGTH)r->length : 0,
                         .operation = dtos_of(r->kind),
                 };
+                if (r->ext)
+                        dto_ext_event(&event, (enum dto_ext_kind)r->ext, false, 0);
         }
         __atomic_sub_fetch(&d->ep->request_outstanding, 1, __ATOMIC_RELAXED);
         if (ok && (r->flags & DAT_COMPLETION_SUPPRESS_FLAG))
@@ -209,6 +216,20 @@ void dto_complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq_buff
                        DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
                        struct dto_batch *b)
 {
+        complete_recv(d, r, srq_buffer, status, length, notify, false, 0, b);
+}
+
+void dto_complete_recv_immed(struct dto_ep *d, const struct dto_recv *r, bool srq_buffer,
+                             DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
+                             uint32_t immed, struct dto_batch *b)
+{
+        complete_recv(d, r, srq_buffer, status, length, notify, true, immed, b);
+}
+
+static void complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq_buffer,
+                          DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
+                          bool has_immed, uint32_t immed, struct dto_batch *b)
+{
         DAT_EVENT event = { .event_number = DAT_DTO_COMPLETION_EVENT };
 
         event.event_data.dto_completion_event_data = (DAT_DTO_COMPLETION_EVENT_DATA){
@@ -218,6 +239,8 @@ void dto_complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq_buff
                 .transfered_length = status == DAT_DTO_SUCCESS ? (DAT_SEG_LENGTH)length : 0,
                 .operation = DAT_DTO_RECEIVE,
         };
+        if (has_immed)
+                dto_ext_event(&event, DTO_EXT_WRITE_IMM, true, immed);
         __atomic_sub_fetch(&d->ep->recv_outstanding, 1, __ATOMIC_RELAXED);
         if (srq_buffer) {
                 struct srq *srq = srq_lookup(d->ep->srq);

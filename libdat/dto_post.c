@@ -71,6 +71,9 @@ static DAT_RETURN check_segments(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPL
 
 struct post_args {
         uint8_t kind;
+        uint8_t ext;                    /* enum dto_ext_kind, 0: none */
+        uint32_t immed;
+        uint64_t operand[2];
         DAT_COUNT n;
         const DAT_LMR_TRIPLET *iov;
         DAT_DTO_COOKIE cookie;
@@ -114,6 +117,14 @@ static DAT_RETURN rdma_length(const struct post_args *a, uint64_t local_total, u
 {
         uint64_t remote = a->remote->segment_length;
 
+        /* An atomic moves 8 bytes each way. */
+        if (a->kind == DTO_REQ_ATOMIC) {
+                if (local_total < sizeof(uint64_t))
+                        return DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
+                *length = sizeof(uint64_t);
+                return DAT_SUCCESS;
+        }
+
         if (a->kind == DTO_REQ_READ) {
                 if (local_total < remote)
                         return DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
@@ -152,6 +163,10 @@ static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, u
                 r->rmr_context = a->remote->rmr_context;
                 r->remote_addr = a->remote->virtual_address;
         }
+        r->ext = a->ext;
+        r->immed = a->immed;
+        r->operand[0] = a->operand[0];
+        r->operand[1] = a->operand[1];
         if (local_status != DAT_DTO_SUCCESS) {
                 r->local = r->done = true;
                 r->status = local_status;
@@ -179,8 +194,9 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
         if (ret != DAT_SUCCESS)
                 return ret;
         ret = check_segments(ep, a->n, a->iov,
-                             a->kind == DTO_REQ_READ ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
-                                                     : DAT_MEM_PRIV_LOCAL_READ_FLAG,
+                             a->kind == DTO_REQ_READ || a->kind == DTO_REQ_ATOMIC
+                                     ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
+                                     : DAT_MEM_PRIV_LOCAL_READ_FLAG,
                              &total, &outside);
         /* dat_ep_post_send(3DAT): DAT_INVALID_PARAMETER, "one of the IOV
          * segments pointed to a memory outside its LMR". */
@@ -397,4 +413,32 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
         if (context)
                 *context = ctx;
         return DAT_SUCCESS;
+}
+
+/* ---- the IB extensions ---------------------------------------------------- */
+
+DAT_RETURN dto_post_ext(DAT_EP_HANDLE ep_handle, const struct dto_ext_post *p)
+{
+        struct post_args a = { .n = p->num_segments, .iov = p->local_iov, .cookie = p->cookie,
+                               .remote = p->remote, .flags = p->flags,
+                               .flags_arg = p->flags_arg, .ext = (uint8_t)p->kind };
+
+        switch (p->kind) {
+        case DTO_EXT_WRITE_IMM:
+                a.kind = DTO_REQ_WRITE;
+                a.immed = p->immed;
+                break;
+        case DTO_EXT_CMP_SWAP:
+                a.kind = DTO_REQ_ATOMIC;
+                a.operand[0] = p->compare;
+                a.operand[1] = p->value;
+                break;
+        case DTO_EXT_FETCH_ADD:
+                a.kind = DTO_REQ_ATOMIC;
+                a.operand[0] = p->value;
+                break;
+        default:
+                return DAT_ERR_ARG(2);
+        }
+        return post_request(ep_handle, &a);
 }

@@ -22,6 +22,8 @@
 #include "libdat/rmr.h"
 #include "libdat/srq.h"
 
+#include <dat2/dat_ib_extensions.h>
+
 enum action {
         ACT_NEXT,                       /* the frame is handled, or its payload follows */
         ACT_STALL,                      /* a Send waits for a receive */
@@ -241,24 +243,79 @@ static enum action on_send(struct dto_ep *d, struct dto_batch *b)
 /* The target memory of an RDMA request, checked against our tables: the
  * rmr_context must be one of this IA's, the range inside what it exposes
  * with the privilege asked, and its PZ the EP's. */
-static bool rdma_target(struct dto_ep *d, DAT_MEM_PRIV_FLAGS priv, struct iovec *target)
+static bool rdma_target_len(struct dto_ep *d, DAT_MEM_PRIV_FLAGS priv, uint64_t len,
+                            struct iovec *target)
 {
         struct lmr *lmr;
         struct pz *pz;
 
-        if (rmr_context_find(d->ia, d->rx.rmr_context, d->rx.addr, d->rx.len, priv, &lmr,
-                             &pz) != DAT_SUCCESS)
+        if (rmr_context_find(d->ia, d->rx.rmr_context, d->rx.addr, len, priv, &lmr, &pz) !=
+            DAT_SUCCESS)
                 return false;
         if (!pz || &pz->obj != ep_pz_object(d->ep))
                 return false;
-        *target = (struct iovec){ (void *)(uintptr_t)d->rx.addr, (size_t)d->rx.len };
+        *target = (struct iovec){ (void *)(uintptr_t)d->rx.addr, (size_t)len };
         return true;
 }
 
-static enum action on_write(struct dto_ep *d)
+static bool rdma_target(struct dto_ep *d, DAT_MEM_PRIV_FLAGS priv, struct iovec *target)
+{
+        return rdma_target_len(d, priv, d->rx.len, target);
+}
+
+/* DAT IB extensions: a 64-bit atomic on the target, once its operands are
+ * in (dat_ib_extensions.h: the region must grant remote atomics). */
+static void on_atomic_operands(struct dto_ep *d)
+{
+        struct iovec target;
+        uint64_t *word, old;
+
+        if (!rdma_target_len(d, (DAT_MEM_PRIV_FLAGS)DAT_IB_MEM_PRIV_REMOTE_ATOMIC,
+                             sizeof(uint64_t), &target) ||
+            d->rx.addr % sizeof(uint64_t) != 0) {
+                respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_ERR_REMOTE_ACCESS, 0, 0, NULL);
+                return;
+        }
+        word = target.iov_base;
+        if (d->rx.op == DTO_OP_CMP_SWAP) {
+                old = d->rx_operand[0];
+                __atomic_compare_exchange_n(word, &old, d->rx_operand[1], false,
+                                            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        } else {
+                old = __atomic_fetch_add(word, d->rx_operand[0], __ATOMIC_SEQ_CST);
+        }
+        if (!dto_tx_respond_value(d, d->rx.seq, old))
+                dto_fail(d, "the peer does not read its responses");
+}
+
+/* An RDMA Write is placed: acknowledged, and with immediate data its
+ * receive completes carrying it. */
+static void write_done(struct dto_ep *d, struct dto_batch *b)
+{
+        d->bytes_received += d->rx.len;
+        if (d->rx.flags & DTO_F_IMM) {
+                dto_complete_recv_immed(d, &d->rx_recv, d->rx_recv_srq, DAT_DTO_SUCCESS,
+                                        d->rx.len, recv_notifies(d), d->rx.status,
+                                        b);
+                d->rx_recv_taken = false;
+        }
+        respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+}
+
+static enum action on_write(struct dto_ep *d, struct dto_batch *b)
 {
         struct iovec target;
 
+        /* With immediate data the Write consumes a receive, like a Send:
+         * receiver not ready the same way. */
+        if ((d->rx.flags & DTO_F_IMM) && !d->rx_recv_taken && !take_recv(d)) {
+                if (!d->rnr_deadline_ns) {
+                        d->rnr_deadline_ns = dto_now_ns() + dto_rnr_timeout_ns();
+                        __atomic_add_fetch(&d->ia->dto.n_stalled, 1, __ATOMIC_RELAXED);
+                }
+                return ACT_STALL;
+        }
+        stall_clear(d);
         if (!rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &target)) {
                 respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_ERR_REMOTE_ACCESS, 0, 0, NULL);
                 return ACT_NEXT;
@@ -266,8 +323,8 @@ static enum action on_write(struct dto_ep *d)
         if (d->rx.flags & DTO_F_CMA) {
                 if (!cma_move(d, &target, 1, d->rx.len, true))
                         return protocol_error(d, "cannot read an RDMA Write from the peer");
-                d->bytes_received += d->rx.len;
-                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+                d->rx_state = DTO_RX_HEADER;
+                write_done(d, b);
                 return ACT_NEXT;
         }
         sink_set(d, &target, d->rx.len ? 1 : 0, d->rx.len);
@@ -317,10 +374,10 @@ static void request_done(struct dto_ep *d, struct dto_req *r, uint32_t status,
 {
         r->status = (DAT_DTO_COMPLETION_STATUS)status;
         r->done = true;
-        if (r->kind == DTO_REQ_READ && d->reads_in_flight > 0)
+        if (dto_req_reads(r) && d->reads_in_flight > 0)
                 d->reads_in_flight--;
         if (status == DAT_DTO_SUCCESS)
-                d->bytes_sent += r->kind == DTO_REQ_READ ? 0 : r->length;
+                d->bytes_sent += dto_req_reads(r) ? 0 : r->length;
         d->resp_next++;
         dto_deliver_requests(d, b);
         if (status != DAT_DTO_SUCCESS)
@@ -334,7 +391,7 @@ static enum action on_response(struct dto_ep *d, struct dto_batch *b)
         struct dto_req *r = awaited(d, &slot);
         bool read = d->rx.op == DTO_OP_READ_RESP;
 
-        if (!r || r->seq != d->rx.seq || (r->kind == DTO_REQ_READ) != read ||
+        if (!r || r->seq != d->rx.seq || dto_req_reads(r) != read ||
             status > DAT_DTO_ERR_LOCAL_MM_ERROR || ((d->rx.flags & DTO_F_CMA) && !r->cma))
                 return protocol_error(d, "a response to no request of ours");
         if (!read || status != DAT_DTO_SUCCESS || (d->rx.flags & DTO_F_CMA)) {
@@ -403,6 +460,9 @@ static bool frame_sane(const struct dto_ep *d, const struct dto_frame *f)
                 return !f->nseg;
         case DTO_OP_BYE:
                 return f->len == 0 && !f->nseg;
+        case DTO_OP_CMP_SWAP:
+        case DTO_OP_FETCH_ADD:
+                return f->len == 2 * sizeof(uint64_t) && !f->nseg;
         default:
                 return false;
         }
@@ -444,7 +504,12 @@ static enum action on_header(struct dto_ep *d, struct dto_batch *b)
         case DTO_OP_SEND:
                 return on_send(d, b);
         case DTO_OP_WRITE:
-                return on_write(d);
+                return on_write(d, b);
+        case DTO_OP_CMP_SWAP:
+        case DTO_OP_FETCH_ADD:
+                sink_set(d, &(struct iovec){ d->rx_operand, sizeof(d->rx_operand) }, 1,
+                         sizeof(d->rx_operand));
+                return ACT_NEXT;
         default:
                 return on_read_req(d);
         }
@@ -467,8 +532,11 @@ static void on_payload_done(struct dto_ep *d, struct dto_batch *b)
                 respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
                 break;
         case DTO_OP_WRITE:
-                d->bytes_received += d->rx.len;
-                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+                write_done(d, b);
+                break;
+        case DTO_OP_CMP_SWAP:
+        case DTO_OP_FETCH_ADD:
+                on_atomic_operands(d);
                 break;
         case DTO_OP_READ_RESP:
                 r = awaited(d, &slot);

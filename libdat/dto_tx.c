@@ -66,7 +66,21 @@ bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct io
         r->frame = *f;
         r->data = data ? *data : (struct iovec){ 0 };
         r->fatal = fatal;
+        r->has_value = false;
         d->resp_count++;
+        return true;
+}
+
+bool dto_tx_respond_value(struct dto_ep *d, uint32_t seq, uint64_t value)
+{
+        struct dto_frame f = { .op = DTO_OP_READ_RESP, .seq = seq, .len = sizeof(value) };
+        struct dto_resp *r;
+
+        if (!dto_tx_respond(d, &f, NULL, false))
+                return false;
+        r = &d->resp[(d->resp_head + d->resp_count - 1) % d->resp_cap];
+        r->has_value = true;
+        r->value = value;
         return true;
 }
 
@@ -129,6 +143,24 @@ static void start_request(struct dto_ep *d)
         };
         if (r->kind == DTO_REQ_SEND && (r->flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG))
                 d->tx_hdr.flags |= DTO_F_SOLICITED;
+        if (r->ext == DTO_EXT_WRITE_IMM) {
+                d->tx_hdr.flags |= DTO_F_IMM;
+                d->tx_hdr.status = r->immed;
+        }
+        if (r->kind == DTO_REQ_ATOMIC) {
+                /* The operands go inline; the old value comes back in a
+                 * READ_RESP into the request's segments. */
+                d->tx_hdr.op = r->ext == DTO_EXT_CMP_SWAP ? DTO_OP_CMP_SWAP : DTO_OP_FETCH_ADD;
+                d->tx_hdr.len = sizeof(r->operand);
+                r->cma = false;
+                d->tx_nsegs = 0;
+                d->tx_payload[0] = (struct iovec){ r->operand, sizeof(r->operand) };
+                d->tx_npayload = 1;
+                d->reads_in_flight++;
+                d->tx_item = DTO_TX_REQ;
+                d->tx_index = slot;
+                return;
+        }
         /* Large payloads go by cross-memory attach when the peer said it
          * can reach us: the target pulls a Send or Write, and pushes a
          * Read's data straight into these segments. */
@@ -159,7 +191,12 @@ static void start_response(struct dto_ep *d)
         d->tx_hdr = r->frame;
         d->tx_nsegs = 0;
         d->tx_npayload = 0;
-        if (r->data.iov_len > 0) {
+        if (r->has_value) {
+                /* Copied out: the ring may move while the frame is half out. */
+                d->tx_value = r->value;
+                d->tx_payload[0] = (struct iovec){ &d->tx_value, sizeof(d->tx_value) };
+                d->tx_npayload = 1;
+        } else if (r->data.iov_len > 0) {
                 d->tx_payload[0] = r->data;
                 d->tx_npayload = 1;
         }

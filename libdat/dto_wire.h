@@ -21,6 +21,12 @@
  *   ACK       seq of the SEND/WRITE answered, status a
  *             DAT_DTO_COMPLETION_STATUS.
  *   READ_RESP seq, status; inline data (len bytes) unless DTO_F_CMA.
+ *   CMP_SWAP, FETCH_ADD
+ *             64-bit atomics on (rmr_context, addr), 8-byte aligned: len 16
+ *             inline (compare and swap, or the addend and 0), answered by a
+ *             READ_RESP with the 8 bytes the target held before.
+ *   WRITE with DTO_F_IMM: status is 32 bits of immediate data; the target
+ *             consumes a receive for it, like a SEND.
  *   BYE       the sender ends its side in order (a disconnect): the end of
  *             the stream after it is no failure; without it, it is one
  *             (the peer process died).
@@ -40,11 +46,14 @@ enum dto_op {
         DTO_OP_ACK = 6,
         DTO_OP_READ_RESP = 7,
         DTO_OP_BYE = 8,
+        DTO_OP_CMP_SWAP = 9,
+        DTO_OP_FETCH_ADD = 10,
 };
 
 enum dto_frame_flags {
         DTO_F_SOLICITED = 1,            /* SEND: the receiver's completion notifies */
         DTO_F_CMA = 2,                  /* payload by cross-memory attach, segments follow */
+        DTO_F_IMM = 4,                  /* WRITE: status carries immediate data for a receive */
 };
 
 /* Segments one frame may describe: the transport's max_iov_segments. */

@@ -5,3 +5,5 @@ dist_man_MANS += \
 	man/datd.conf.5 \
 	man/dat.conf.5 \
 	man/libdat2.3
+# datdemo(1): the example program tools/datdemo.
+dist_man_MANS += man/datdemo.1

@@ -226,6 +226,7 @@ static void post_next(struct dto_side *s, struct lane *l)
                 } else {
                         r->slot = replay_write(&l->mine, &r->op);
                         l->mine.last_seq = seq;
+                        if (getenv("STRESS_FENCE")) flags |= DAT_COMPLETION_BARRIER_FENCE_FLAG;
                         remote = dto_riov(&l->peer, TARGET_OFF + r->slot * SLOT, r->op.len);
                         ret = dat_ep_post_rdma_write(l->ep, 1, &iov, c, &remote, flags);
                 }
