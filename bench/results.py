@@ -94,6 +94,9 @@ def datbench_doc(text):
         return None
 
 
+DATD_NOTES = []
+
+
 def parse_datd(path, text):
     """Rows for the tables (measure, wait, "datd", size, median, p99), and
     scale values {name: value}."""
@@ -107,6 +110,12 @@ def parse_datd(path, text):
             measure = DATD_MEASURES[name]
             if measure == "conn":
                 rows.append((measure, r["mode"], "datd", r["clients"], r["conn_per_s"], r["conn_us_p99"]))
+                if r.get("failed"):
+                    DATD_NOTES.append("datbench conn (%s, %d client%s): %d of %d connections failed "
+                                      "(not counted in the rate; see the log)" % (
+                                          "same host" if path == "same" else "across hosts", r["clients"],
+                                          "" if r["clients"] == 1 else "s", r["failed"],
+                                          r["failed"] + r["conns"]))
             elif measure.startswith("lat"):
                 rows.append((measure, r["mode"], "datd", r["size"], r["half_rtt_us_median"],
                              r["half_rtt_us_p99"]))
@@ -238,6 +247,18 @@ def collect(work):
                 rows = parse_ucx(stack_id, text)
             elif kind == "datd":
                 rows, values = parse_datd(path, text)
+                try:
+                    with open(log[:-len(".log")] + ".server.log", errors="replace") as sf:
+                        text += sf.read()
+                except OSError:
+                    pass
+                lost = text.count("# server: connection failed")
+                if lost:
+                    DATD_NOTES.append("datbench %s (%s): %d connection%s failed on the server's side "
+                                      "(DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR or BROKEN) although "
+                                      "the client's side saw ESTABLISHED or a failure (see the log)" % (
+                                          stack_id, "same host" if path == "same" else "across hosts",
+                                          lost, "" if lost == 1 else "s"))
                 for name, (v, count) in values.items():
                     scale.setdefault((stack_id, name), []).append((v, count))
             elif kind == "datctl":
@@ -552,6 +573,7 @@ def main():
     with open(os.path.join(a.work, "notes.txt")) as f:
         notes = [n.strip() for n in f if n.strip()]
     samples, runs, scale = collect(a.work)
+    notes += DATD_NOTES
     results = []
     for (path, measure, wait, stack, size), s in sorted(samples.items(), key=lambda kv: str(kv[0])):
         unit = next(u for m, _, u, _ in MEASURES if m == measure)

@@ -359,41 +359,64 @@ static void drain_eventfd(int fd)
 
 #define EVENTS_MAX 64
 
+/* After work, the progress thread keeps polling this long before it arms
+ * the channels and sleeps: a stream of requests served without the
+ * application's help (RDMA to a target that computes) then costs no
+ * wake-up per request. */
+#define PROGRESS_SPIN_NS 60000u
+
+/* How the progress thread waits this round: *tsp NULL for no bound.
+ * Spinning (polled: work a moment ago, nobody else polls): a zero wait;
+ * an application thread polls: unarmed, until its grace ends; otherwise
+ * armed, until the nearest receiver-not-ready deadline.  Returns whether
+ * every data path must be looked at after the wait. */
+static bool plan_wait(struct dto_ia *t, uint64_t last_work, struct timespec *ts,
+                      struct timespec **tsp)
+{
+        uint64_t now = dto_now_ns(), polled;
+        int timeout;
+
+        polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
+        if (polled && now - polled < APP_POLL_GRACE_NS) {
+                /* A consumer going to sleep kicks us out of this. */
+                __atomic_store_n(&t->unarmed, true, __ATOMIC_SEQ_CST);
+                polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
+                if (polled && now - polled < APP_POLL_GRACE_NS) {
+                        *ts = (struct timespec){ 0, (long)(APP_POLL_GRACE_NS - (now - polled)) };
+                        *tsp = ts;
+                        return true;
+                }
+                __atomic_store_n(&t->unarmed, false, __ATOMIC_SEQ_CST);
+        }
+        if (last_work && now - last_work < PROGRESS_SPIN_NS) {
+                *ts = (struct timespec){ 0, 0 };
+                *tsp = ts;
+                return true;
+        }
+        timeout = arm_all(t);
+        if (timeout < 0) {
+                *tsp = NULL;
+                return false;
+        }
+        *ts = (struct timespec){ timeout / 1000, (long)(timeout % 1000) * 1000000 };
+        *tsp = ts;
+        return true;
+}
+
 bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *), void *arg)
 {
         struct dto_ia *t = &ia->dto;
         struct epoll_event evs[EVENTS_MAX];
+        uint64_t last_work = 0;
         bool ok = true;
 
         if (watch(t, datd_fd, EPOLLIN, EV_DATD) < 0 || watch(t, stop_fd, EPOLLIN, EV_STOP_KEY) < 0)
                 return false;
         for (;;) {
-                uint64_t now = dto_now_ns(), polled;
-                struct timespec ts, *tsp = NULL;
-                int timeout, n;
-                bool all;
+                struct timespec ts, *tsp;
+                bool all = plan_wait(t, last_work, &ts, &tsp), moved = false;
+                int n = epoll_pwait2(t->epfd, evs, EVENTS_MAX, tsp, NULL);
 
-                /* An application thread polls: sleep unarmed a while (a
-                 * consumer going to sleep kicks us), and look again. */
-                __atomic_store_n(&t->unarmed, true, __ATOMIC_SEQ_CST);
-                polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
-                if (polled && now - polled < APP_POLL_GRACE_NS) {
-                        uint64_t ns = APP_POLL_GRACE_NS - (now - polled);
-
-                        ts = (struct timespec){ 0, (long)ns };
-                        tsp = &ts;
-                        all = true;
-                } else {
-                        __atomic_store_n(&t->unarmed, false, __ATOMIC_SEQ_CST);
-                        timeout = arm_all(t);
-                        all = timeout >= 0;
-                        if (timeout >= 0) {
-                                ts = (struct timespec){ timeout / 1000,
-                                                        (long)(timeout % 1000) * 1000000 };
-                                tsp = &ts;
-                        }
-                }
-                n = epoll_pwait2(t->epfd, evs, EVENTS_MAX, tsp, NULL);
                 __atomic_store_n(&t->unarmed, false, __ATOMIC_RELAXED);
                 if (n < 0) {
                         if (errno == EINTR)
@@ -416,11 +439,15 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                                 }
                         } else {
                                 on_slot_event(t, key);
+                                moved = true;
                         }
                 }
-                /* A kick, a deadline, or work found while arming: everyone. */
+                /* A kick, a deadline, spinning, or work found while arming:
+                 * everyone. */
                 if (all)
-                        poll_all(t, true);
+                        moved |= poll_all(t, true);
+                if (moved)
+                        last_work = dto_now_ns();
         }
 out:
         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, datd_fd, NULL);

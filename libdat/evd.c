@@ -4,9 +4,9 @@
  * - dat_evd_create: evd_min_qlen <= 0 or above the transport's max_evd_qlen
  *   (what dat_ia_query reports) -> DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
  *   no stream flag, or a bit that is no DAT_EVD_FLAGS ->
- *   DAT_INVALID_PARAMETER | DAT_INVALID_ARG4; extension flags
- *   (DAT_EVD_EXTENSION_BASE and up: this provider has no extensions) ->
- *   DAT_MODEL_NOT_SUPPORTED; a CNO of another IA (dat_cno_wait(3DAT): a CNO
+ *   DAT_INVALID_PARAMETER | DAT_INVALID_ARG4; extension flags other than
+ *   the IB extensions' DAT_IB_EVD_EXTENSION_FLAG (DAT_EVD_EXTENSION_BASE
+ *   and up) -> DAT_MODEL_NOT_SUPPORTED; a CNO of another IA (dat_cno_wait(3DAT): a CNO
  *   gathers EVDs of one IA) -> DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CNO.
  *   Every combination of the six streams is accepted: the provider
  *   attribute evd_stream_merging_supported is true for every pair.
@@ -23,6 +23,8 @@
 #include "libdat/evd.h"
 
 #include <stdlib.h>
+
+#include <dat2/dat_ib_extensions.h>
 
 #include "libdat/cno.h"
 #include "libdat/datd_object.h"
@@ -165,9 +167,14 @@ static DAT_RETURN cno_of_ia_locked(struct ia *ia, DAT_CNO_HANDLE handle, struct 
 
 static DAT_RETURN check_create_flags(DAT_EVD_FLAGS flags)
 {
-        if ((unsigned)flags >= EVD_EXTENSION_BASE)
+        /* dat_ib_extensions.h: DAT_IB_EVD_EXTENSION_FLAG marks an EVD for
+         * extended events, with or without stream flags; the IB DTO events
+         * reach any EVD of the DTO stream. */
+        unsigned streams = (unsigned)flags & ~(unsigned)DAT_IB_EVD_EXTENSION_FLAG;
+
+        if (streams >= EVD_EXTENSION_BASE)
                 return DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
-        if (flags == 0 || ((unsigned)flags & ~(unsigned)EVD_STREAM_FLAGS))
+        if (flags == 0 || (streams & ~(unsigned)EVD_STREAM_FLAGS))
                 return DAT_ERR_ARG(4);
         return DAT_SUCCESS;
 }

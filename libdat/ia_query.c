@@ -11,12 +11,23 @@
  * attributes"); with a zero mask it is not touched and may be NULL.  A NULL
  * structure with a non-zero mask is DAT_INVALID_PARAMETER.  Mask bits this
  * header does not define are ignored.  async_evd_handle may be NULL: the
- * consumer then does not want it. */
+ * consumer then does not want it.
+ *
+ * The DAT IB extensions (extension.c): extension_supported DAT_EXTENSION_IB,
+ * extension_version DAT_IB_EXTENSION_VERSION, and, after the IA's own
+ * DATD_* provider attributes, the capabilities as DAPL's IB providers name
+ * them (dtestx runs an operation only when its attribute reads "TRUE"):
+ * DAT_IB_FETCH_AND_ADD, DAT_IB_CMP_AND_SWAP, DAT_IB_IMMED_DATA.  Neither
+ * DAT_IB_UD nor DAT_COUNTERS: those are not provided. */
 #include "config.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <dat2/dat_ib_extensions.h>
 
 #include "libdat/ia.h"
 
@@ -95,9 +106,8 @@ static void fill_ia_attr(const struct ia *ia, DAT_IA_ATTR *a)
         a->max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
         /* Zero-based LMR addressing (DAT_VA_TYPE_ZB) is not offered. */
         a->zb_supported = DAT_FALSE;
-        /* No DAT extension (IB, iWARP) is implemented. */
-        a->extension_supported = DAT_EXTENSION_NONE;
-        a->extension_version = 0;
+        a->extension_supported = DAT_EXTENSION_IB;
+        a->extension_version = DAT_IB_EXTENSION_VERSION;
         a->num_transport_attr = IA_N_TRANSPORT_ATTR;
         a->transport_attr = (DAT_NAMED_ATTR *)ia->transport_attr;
         a->num_vendor_attr = 0;
@@ -124,8 +134,87 @@ static const DAT_BOOLEAN all_streams_merge[6][6] = {
         { DAT_TRUE, DAT_TRUE, DAT_TRUE, DAT_TRUE, DAT_TRUE, DAT_TRUE },
 };
 
+/* The IB extension capabilities, after the IA's own attributes. */
+static const DAT_NAMED_ATTR ib_attrs[] = {
+        { DAT_IB_ATTR_FETCH_AND_ADD, "TRUE" },
+        { DAT_IB_ATTR_CMP_AND_SWAP, "TRUE" },
+        { DAT_IB_ATTR_IMMED_DATA, "TRUE" },
+};
+
+#define N_PROVIDER_ATTRS (IA_N_PROVIDER_ATTR + ARRAY_SIZE(ib_attrs))
+
+/* One list of provider attributes, values copied: it outlives the IAs it
+ * was made for, so a list handed out stays valid. */
+struct provider_attrs {
+        struct provider_attrs *next;
+        DAT_NAMED_ATTR attr[N_PROVIDER_ATTRS];
+        char values[];
+};
+
+/* Every distinct list made so far (IAs with equal DATD_* values share
+ * one): as many as the distinct IAs and datds a process uses. */
+static pthread_mutex_t provider_attrs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct provider_attrs *provider_attrs_made;
+
+static bool provider_attrs_match(const struct provider_attrs *l, const struct ia *ia)
+{
+        for (size_t i = 0; i < IA_N_PROVIDER_ATTR; i++)
+                if (strcmp(l->attr[i].value, ia->provider_attr[i].value) != 0)
+                        return false;
+        return true;
+}
+
+static struct provider_attrs *provider_attrs_new(const struct ia *ia)
+{
+        size_t size = 0;
+        struct provider_attrs *l;
+        char *at;
+
+        for (size_t i = 0; i < IA_N_PROVIDER_ATTR; i++)
+                size += strlen(ia->provider_attr[i].value) + 1;
+        l = malloc(sizeof(*l) + size);
+        if (!l)
+                return NULL;
+        at = l->values;
+        for (size_t i = 0; i < IA_N_PROVIDER_ATTR; i++) {
+                size_t len = strlen(ia->provider_attr[i].value) + 1;
+
+                memcpy(at, ia->provider_attr[i].value, len);
+                l->attr[i] = (DAT_NAMED_ATTR){ ia->provider_attr[i].name, at };
+                at += len;
+        }
+        memcpy(&l->attr[IA_N_PROVIDER_ATTR], ib_attrs, sizeof(ib_attrs));
+        return l;
+}
+
+/* The IA's provider attributes followed by the IB ones; without memory
+ * for a new list, the IA's own only. */
+static const DAT_NAMED_ATTR *provider_attrs_of(const struct ia *ia, DAT_COUNT *n)
+{
+        struct provider_attrs *l;
+
+        pthread_mutex_lock(&provider_attrs_lock);
+        for (l = provider_attrs_made; l && !provider_attrs_match(l, ia); l = l->next)
+                ;
+        if (!l) {
+                l = provider_attrs_new(ia);
+                if (l) {
+                        l->next = provider_attrs_made;
+                        provider_attrs_made = l;
+                }
+        }
+        pthread_mutex_unlock(&provider_attrs_lock);
+        if (!l) {
+                *n = IA_N_PROVIDER_ATTR;
+                return ia->provider_attr;
+        }
+        *n = (DAT_COUNT)N_PROVIDER_ATTRS;
+        return l->attr;
+}
+
 static void fill_provider_attr(const struct ia *ia, DAT_PROVIDER_ATTR *p)
 {
+
         /* The header declares the matrix const (the consumer only reads
          * it); the consumer's structure is writable memory all the same. */
         memset(p, 0, sizeof(*p));
@@ -166,8 +255,8 @@ static void fill_provider_attr(const struct ia *ia, DAT_PROVIDER_ATTR *p)
         p->is_signal_safe = DAT_FALSE;
         p->ha_supported = DAT_FALSE;
         p->ha_loadbalancing = DAT_HA_LB_NONE;
-        p->num_provider_specific_attr = IA_N_PROVIDER_ATTR;
-        p->provider_specific_attr = (DAT_NAMED_ATTR *)ia->provider_attr;
+        p->provider_specific_attr =
+                (DAT_NAMED_ATTR *)provider_attrs_of(ia, &p->num_provider_specific_attr);
 }
 
 /* The async EVD as dat_ia_query reports it: the IA's own, the consumer's

@@ -10,12 +10,15 @@
  *   DAT_INVALID_PARAMETER | DAT_INVALID_ARG3; a zero or wrapping length:
  *   DAT_INVALID_ARG4.  Privileges the memory does not allow (read
  *   privileges on unreadable pages, write privileges on read-only ones):
- *   DAT_INVALID_ARG6, as are bits outside DAT_MEM_PRIV_ALL_FLAG.
+ *   DAT_INVALID_ARG6, as are bits outside DAT_MEM_PRIV_ALL_FLAG and the IB
+ *   extensions' DAT_IB_MEM_PRIV_REMOTE_ATOMIC (remote atomics read and
+ *   write the memory: it needs both).
  * - DAT_VA_TYPE_ZB: DAT_MODEL_NOT_SUPPORTED (dat_ia_query says
  *   zb_supported false); another va_type: DAT_INVALID_ARG7.  A mem_type
  *   other than VIRTUAL, LMR, SHARED_VIRTUAL: DAT_MODEL_NOT_SUPPORTED.
  * - Only lmr_handle is a mandatory output (DAT_INVALID_ARG8); the others
- *   may be NULL.  rmr_context is 0 ("NULL") without a remote privilege.
+ *   may be NULL.  rmr_context is 0 ("NULL") without a remote privilege
+ *   (remote read, write or atomic).
  * - DAT_MEM_TYPE_LMR: the new LMR covers what the given LMR (of the same
  *   IA, else DAT_INVALID_HANDLE_LMR) registered; length is ignored; it may
  *   sit on another PZ with other privileges.  The two LMRs are independent
@@ -29,7 +32,8 @@
  *   for dat_lmr_query.  A NULL cookie pointer: DAT_INVALID_ARG3.
  * - dat_lmr_sync_rdma_read/write: every segment must lie in a live LMR of
  *   the IA with a read (resp. write) privilege, local or remote (an RMR
- *   bound to it may carry the remote one), else DAT_INVALID_PARAMETER |
+ *   bound to it may carry the remote one), or remote atomics (which read
+ *   and write), else DAT_INVALID_PARAMETER |
  *   DAT_INVALID_ARG2.  Memory is cache coherent on every platform libdat
  *   runs on (dat_ia_query: lmr_sync_req false), so there is nothing to
  *   flush or invalidate once the segments check out. */
@@ -48,8 +52,6 @@
 #include "libdat/mem_range.h"
 #include "libdat/mem_shm.h"
 #include "libdat/pz.h"
-
-#define PRIV_REMOTE (DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG)
 
 static const struct dat_object_ops lmr_ops = {
         .type = DAT_HANDLE_TYPE_LMR,
@@ -138,9 +140,9 @@ static unsigned range_need(DAT_MEM_PRIV_FLAGS privileges)
 {
         unsigned need = 0;
 
-        if (privileges & DAT_MEM_PRIV_READ_FLAG)
+        if (privileges & (DAT_MEM_PRIV_READ_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC))
                 need |= MEM_RANGE_READ;
-        if (privileges & DAT_MEM_PRIV_WRITE_FLAG)
+        if (privileges & (DAT_MEM_PRIV_WRITE_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC))
                 need |= MEM_RANGE_WRITE;
         return need;
 }
@@ -274,7 +276,7 @@ static DAT_RETURN lmr_register(struct lmr *lmr, struct ia *ia)
         }
         lmr->lmr_context = mem_ctx_publish(lmr->ctx_slot, MEM_CTX_LOCAL);
         /* dat_lmr_create(3DAT): no rmr_context without remote privileges */
-        if (lmr->privileges & PRIV_REMOTE)
+        if ((unsigned)lmr->privileges & MEM_PRIV_REMOTE)
                 lmr->rmr_context = mem_ctx_publish(lmr->ctx_slot, MEM_CTX_REMOTE);
         return DAT_SUCCESS;
 }
@@ -295,7 +297,7 @@ _public_ DAT_RETURN dat_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_typ
                 return dat_invalid_handle(DAT_HANDLE_TYPE_IA);
         if (!lmr_handle)
                 return DAT_ERR_ARG(8);
-        if ((unsigned)privileges & ~(unsigned)DAT_MEM_PRIV_ALL_FLAG)
+        if ((unsigned)privileges & ~MEM_PRIV_VALID)
                 return DAT_ERR_ARG(6);
         if (va_type == DAT_VA_TYPE_ZB)
                 return DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
@@ -406,12 +408,14 @@ _public_ DAT_RETURN dat_lmr_sync_rdma_read(DAT_IA_HANDLE ia_handle,
                                            const DAT_LMR_TRIPLET *local_segments,
                                            DAT_VLEN num_segments)
 {
-        return sync_segments(ia_handle, local_segments, num_segments, DAT_MEM_PRIV_READ_FLAG);
+        return sync_segments(ia_handle, local_segments, num_segments,
+                             (DAT_MEM_PRIV_FLAGS)(DAT_MEM_PRIV_READ_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC));
 }
 
 _public_ DAT_RETURN dat_lmr_sync_rdma_write(DAT_IA_HANDLE ia_handle,
                                             const DAT_LMR_TRIPLET *local_segments,
                                             DAT_VLEN num_segments)
 {
-        return sync_segments(ia_handle, local_segments, num_segments, DAT_MEM_PRIV_WRITE_FLAG);
+        return sync_segments(ia_handle, local_segments, num_segments,
+                             (DAT_MEM_PRIV_FLAGS)(DAT_MEM_PRIV_WRITE_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC));
 }

@@ -6,7 +6,17 @@
 #ifndef DATD_LIBDAT_MEM_OBJECT_H
 #define DATD_LIBDAT_MEM_OBJECT_H
 
+#include <dat2/dat_ib_extensions.h>
+
 #include "libdat/handle.h"
+
+/* The privileges LMRs and RMR binds take: dat_lmr_create(3DAT)'s
+ * DAT_MEM_PRIV_ALL_FLAG bits and the IB extensions' remote atomics
+ * (dat_ib_extensions.h), a remote privilege like remote read and write. */
+#define MEM_PRIV_VALID ((unsigned)DAT_MEM_PRIV_ALL_FLAG | (unsigned)DAT_IB_MEM_PRIV_REMOTE_ATOMIC)
+#define MEM_PRIV_REMOTE                                                                  \
+        ((unsigned)DAT_MEM_PRIV_REMOTE_READ_FLAG | (unsigned)DAT_MEM_PRIV_REMOTE_WRITE_FLAG | \
+         (unsigned)DAT_IB_MEM_PRIV_REMOTE_ATOMIC)
 
 /* Takes one `users` reference on the live object of type that handle
  * names, created on parent (on any parent when parent is NULL).  Returns

@@ -10,11 +10,13 @@
  *   RMR's IA: DAT_INVALID_HANDLE_LMR; the triplet's lmr_context not that
  *   LMR's, or the window not inside what it registered ("exceeded the
  *   limits of the existing LMR"): DAT_INVALID_PARAMETER | DAT_INVALID_ARG3.
- * - mem_privileges with bits outside DAT_MEM_PRIV_ALL_FLAG:
- *   DAT_INVALID_ARG4; a privilege the LMR cannot back (remote read needs
- *   the LMR's local read, remote write its local write, a local privilege
- *   itself): DAT_PRIVILEGES_VIOLATION with DAT_PRIVILEGES_{READ,WRITE,
- *   RDMA_READ,RDMA_WRITE}.  The LMR on another PZ than the RMR:
+ * - mem_privileges with bits outside DAT_MEM_PRIV_ALL_FLAG and the IB
+ *   extensions' DAT_IB_MEM_PRIV_REMOTE_ATOMIC: DAT_INVALID_ARG4; a
+ *   privilege the LMR cannot back (remote read needs the LMR's local read,
+ *   remote write and remote atomic its local write, as IB memory windows
+ *   do, a local privilege itself): DAT_PRIVILEGES_VIOLATION with
+ *   DAT_PRIVILEGES_{READ,WRITE,RDMA_READ,RDMA_WRITE} (an atomic writes:
+ *   RDMA_WRITE).  The LMR on another PZ than the RMR:
  *   DAT_PROTECTION_VIOLATION.
  * - va_type DAT_VA_TYPE_ZB: DAT_MODEL_NOT_SUPPORTED (zb_supported is
  *   false); another value: DAT_INVALID_ARG5.
@@ -174,6 +176,8 @@ static DAT_RETURN check_bind_privileges(DAT_MEM_PRIV_FLAGS asked, DAT_MEM_PRIV_F
                 { DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_MEM_PRIV_LOCAL_READ_FLAG, DAT_PRIVILEGES_RDMA_READ },
                 { DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_MEM_PRIV_LOCAL_WRITE_FLAG,
                   DAT_PRIVILEGES_RDMA_WRITE },
+                { (DAT_MEM_PRIV_FLAGS)DAT_IB_MEM_PRIV_REMOTE_ATOMIC, DAT_MEM_PRIV_LOCAL_WRITE_FLAG,
+                  DAT_PRIVILEGES_RDMA_WRITE },
         };
 
         for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
@@ -243,7 +247,7 @@ _public_ DAT_RETURN dat_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_h
                 return dat_invalid_handle(DAT_HANDLE_TYPE_RMR);
         if (!lmr_triplet)
                 return DAT_ERR_ARG(3);
-        if ((unsigned)mem_priv & ~(unsigned)DAT_MEM_PRIV_ALL_FLAG)
+        if ((unsigned)mem_priv & ~MEM_PRIV_VALID)
                 return DAT_ERR_ARG(4);
         /* dat_rmr_bind(3DAT): a length of zero binds to no memory */
         unbind = lmr_triplet->segment_length == 0;

@@ -14,11 +14,17 @@
  *                                            ADDR (printed by -s)
  * mode=seq with one client, mode=conc with more.
  *
+ * A connection that fails (the client sees REJECTED, UNREACHABLE,
+ * TIMED_OUT or BROKEN instead of ESTABLISHED; the server ACCEPT_COMPLETION
+ * _ERROR or BROKEN) is counted as failed, not as a connection, and the run
+ * goes on with the EP reset; the result says how many failed.
+ *
  * Clients are processes (each its own IA, its own control connection to
  * datd), started together behind a pipe; their samples go to a shared
  * mapping.  The server runs on -c's first CPU; the clients are not pinned
  * (eight of them would share one CPU). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +37,16 @@
 #define PD_LEN 64
 #define MAX_CLIENTS 256
 
+#define CONN_FAILED UINT64_MAX
+
 /* ---- server ------------------------------------------------------------
  * Accepts every request on a fresh EP with 64 bytes back, frees the EP once
- * it is disconnected.  Counts passive ESTABLISHED events; stops after
- * `expect` of them have been disconnected (0: never). */
-static int serve(const struct db_opts *o, unsigned expect, int ready_fd)
+ * it is disconnected or its connection failed.  Serves until it is ended
+ * (the same-host run ends it once its clients are done). */
+static int serve(const struct db_opts *o, int ready_fd)
 {
         unsigned char back[PD_LEN];
-        unsigned established = 0, gone = 0;
+        unsigned long established = 0, failed = 0;
         DAT_PSP_HANDLE psp;
         struct db_ia s;
 
@@ -51,17 +59,15 @@ static int serve(const struct db_opts *o, unsigned expect, int ready_fd)
                         bench_die("server: cannot report its address: %s\n", strerror(errno));
                 close(ready_fd);
         }
-        while (expect == 0 || gone < expect) {
+        for (;;) {
                 DAT_EVENT ev;
                 DAT_CR_HANDLE cr;
                 DAT_CR_PARAM param;
                 DAT_EP_HANDLE ep;
-
-                /* A server waits for clients as long as it takes. */
                 DAT_COUNT nmore;
 
-                DB_CHECK(dat_evd_wait(s.cm_evd, expect ? DB_STUCK_US : DAT_TIMEOUT_INFINITE, 1,
-                                      &ev, &nmore));
+                /* A server waits for clients as long as it takes. */
+                DB_CHECK(dat_evd_wait(s.cm_evd, DAT_TIMEOUT_INFINITE, 1, &ev, &nmore));
                 switch (ev.event_number) {
                 case DAT_CONNECTION_REQUEST_EVENT:
                         cr = ev.event_data.cr_arrival_event_data.cr_handle;
@@ -76,20 +82,19 @@ static int serve(const struct db_opts *o, unsigned expect, int ready_fd)
                 case DAT_CONNECTION_EVENT_ESTABLISHED:
                         established++;
                         break;
-                case DAT_CONNECTION_EVENT_DISCONNECTED:
+                case DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR:
                 case DAT_CONNECTION_EVENT_BROKEN:
+                        failed++;
+                        fprintf(stderr, "# server: connection failed (event 0x%x); %lu established, "
+                                        "%lu failed so far\n", ev.event_number, established, failed);
+                        /* fall through */
+                case DAT_CONNECTION_EVENT_DISCONNECTED:
                         DB_CHECK(dat_ep_free(ev.event_data.connect_event_data.ep_handle));
-                        gone++;
                         break;
                 default:
                         bench_die("server: unexpected event 0x%x\n", ev.event_number);
                 }
         }
-        if (established != gone)
-                bench_die("server: %u established, %u disconnected\n", established, gone);
-        DB_CHECK(dat_psp_free(psp));
-        db_ia_close(&s);
-        return 0;
 }
 
 /* ---- clients ----------------------------------------------------------- */
@@ -102,6 +107,7 @@ struct client_job {
         int go_write_fd;                /* the other end: closed at once */
 };
 
+/* The ns from connect to ESTABLISHED, or CONN_FAILED. */
 static uint64_t connect_once(const struct db_ia *s, DAT_EP_HANDLE ep, const struct client_job *j)
 {
         unsigned char out[PD_LEN];
@@ -114,8 +120,20 @@ static uint64_t connect_once(const struct db_ia *s, DAT_EP_HANDLE ep, const stru
                                 PD_LEN, out, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
         ev = db_wait_event(s->cm_evd);
         t1 = bench_now_ns();
-        if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED)
+        switch (ev.event_number) {
+        case DAT_CONNECTION_EVENT_ESTABLISHED:
+                break;
+        case DAT_CONNECTION_EVENT_PEER_REJECTED:
+        case DAT_CONNECTION_EVENT_NON_PEER_REJECTED:
+        case DAT_CONNECTION_EVENT_UNREACHABLE:
+        case DAT_CONNECTION_EVENT_TIMED_OUT:
+        case DAT_CONNECTION_EVENT_BROKEN:
+                fprintf(stderr, "# client: connection failed (event 0x%x)\n", ev.event_number);
+                DB_CHECK(dat_ep_reset(ep));
+                return CONN_FAILED;
+        default:
                 bench_die("client: event 0x%x instead of ESTABLISHED\n", ev.event_number);
+        }
         if (ev.event_data.connect_event_data.private_data_size != PD_LEN)
                 bench_die("client: ESTABLISHED with %d bytes of private data\n",
                           ev.event_data.connect_event_data.private_data_size);
@@ -154,7 +172,7 @@ static void run_clients(const struct db_opts *o, unsigned clients, unsigned conn
         pid_t pid[MAX_CLIENTS];
         struct client_job job[MAX_CLIENTS];
         struct samples all;
-        uint64_t *shared, t0, elapsed;
+        uint64_t *shared, t0, elapsed, ok = 0;
         unsigned done = 0;
         int go[2], failed = 0;
 
@@ -184,15 +202,18 @@ static void run_clients(const struct db_opts *o, unsigned clients, unsigned conn
         if (samples_init(&all, conns) < 0)
                 bench_die("no memory for the samples\n");
         for (unsigned i = 0; i < conns; i++)
-                samples_add(&all, shared[i]);
-        db_report_rate("connect", clients == 1 ? "seq" : "conc", clients, conns, elapsed, &all);
+                if (shared[i] != CONN_FAILED) {
+                        samples_add(&all, shared[i]);
+                        ok++;
+                }
+        db_report_rate("connect", clients == 1 ? "seq" : "conc", clients, ok, conns - ok, elapsed,
+                       &all);
         samples_free(&all);
         munmap(shared, sizeof(uint64_t) * conns);
 }
 
 struct server_job {
         const struct db_opts *o;
-        unsigned expect;
         int ready_fd;
 };
 
@@ -200,7 +221,7 @@ static int server_main(void *arg)
 {
         const struct server_job *j = arg;
 
-        return serve(j->o, j->expect, j->ready_fd);
+        return serve(j->o, j->ready_fd);
 }
 
 /* Same host: a server process, then the clients, on one datd. */
@@ -208,7 +229,7 @@ static void run_same_host(const struct db_opts *o, unsigned clients)
 {
         struct sockaddr_storage server;
         unsigned conns = o->conns < clients ? clients : o->conns;
-        struct server_job sj = { o, conns, -1 };
+        struct server_job sj = { o, -1 };
         int ready[2], status;
         pid_t spid;
 
@@ -221,8 +242,10 @@ static void run_same_host(const struct db_opts *o, unsigned clients)
                 bench_die("the server did not start\n");
         close(ready[0]);
         run_clients(o, clients, conns, &server);
+        /* The server serves until it is ended. */
+        kill(spid, SIGTERM);
         status = bench_reap(spid);
-        if (status != 0)
+        if (status != 128 + SIGTERM)
                 bench_die("the server exited with %d\n", status);
 }
 
@@ -234,7 +257,7 @@ int db_conn_main(const struct db_opts *o)
         struct sockaddr_storage server;
 
         if (o->server_only)
-                return serve(o, 0, -1);
+                return serve(o, -1);
         if (o->server_addr && !db_parse_address(o->server_addr, &server))
                 bench_die("%s: not an IPv4 or IPv6 address\n", o->server_addr);
         for (unsigned i = 0; i < n_clients; i++) {

@@ -112,6 +112,7 @@ struct db_result {
         size_t size;
         unsigned width;         /* window (bandwidth) or clients (rate) */
         uint64_t count;         /* iterations, batches, connections, objects */
+        uint64_t failed;        /* rate: operations that failed */
         uint64_t bytes;         /* per batch (bandwidth) */
         double v[4];            /* latency: median, p99, min (µs); bandwidth: median, p99 (GB/s),
                                  * µs per batch; rate: per second, median µs, p99 µs; value */
@@ -166,7 +167,7 @@ void db_report_bandwidth(const char *name, size_t size, unsigned window, uint64_
 }
 
 void db_report_rate(const char *name, const char *mode, unsigned clients, uint64_t count,
-                    uint64_t elapsed_ns, struct samples *s)
+                    uint64_t failed, uint64_t elapsed_ns, struct samples *s)
 {
         struct db_result *r = result_new(DB_RATE, name, mode);
         struct summary sum;
@@ -174,6 +175,7 @@ void db_report_rate(const char *name, const char *mode, unsigned clients, uint64
         samples_summarize(s, &sum);
         r->width = clients;
         r->count = count;
+        r->failed = failed;
         r->v[0] = elapsed_ns ? (double)count * 1e9 / (double)elapsed_ns : 0;
         r->v[1] = sum.median / 1e3;
         r->v[2] = sum.p99 / 1e3;
@@ -206,9 +208,10 @@ static void json_result(FILE *f, const struct db_result *r)
                         (unsigned long long)r->bytes, r->v[0], r->v[1], r->v[2]);
                 break;
         case DB_RATE:
-                fprintf(f, ", \"clients\": %u, \"conns\": %llu, \"conn_per_s\": %.1f, "
-                           "\"conn_us_median\": %.2f, \"conn_us_p99\": %.2f",
-                        r->width, (unsigned long long)r->count, r->v[0], r->v[1], r->v[2]);
+                fprintf(f, ", \"clients\": %u, \"conns\": %llu, \"failed\": %llu, "
+                           "\"conn_per_s\": %.1f, \"conn_us_median\": %.2f, \"conn_us_p99\": %.2f",
+                        r->width, (unsigned long long)r->count, (unsigned long long)r->failed,
+                        r->v[0], r->v[1], r->v[2]);
                 break;
         case DB_VALUE:
                 fprintf(f, ", \"count\": %llu, \"value\": %.6g, \"unit\": \"%s\"",
@@ -244,7 +247,7 @@ static void table_print(FILE *f)
                                 [DB_BANDWIDTH] = "test         size      window  batches  "
                                                  "GB/s: median      p99   µs/batch",
                                 [DB_RATE] = "test         mode   clients   conns     conn/s  "
-                                            "µs: median      p99",
+                                            "µs: median      p99  failed",
                                 [DB_VALUE] = "measure                  what                            "
                                              "value  unit    count",
                         };
@@ -264,8 +267,9 @@ static void table_print(FILE *f)
                                 (unsigned long long)r->count, r->v[0], r->v[1], r->v[2]);
                         break;
                 case DB_RATE:
-                        fprintf(f, "%-12s %-6s %7u %7llu %10.0f  %10.1f %8.1f\n", r->name, r->mode,
-                                r->width, (unsigned long long)r->count, r->v[0], r->v[1], r->v[2]);
+                        fprintf(f, "%-12s %-6s %7u %7llu %10.0f  %10.1f %8.1f %7llu\n", r->name,
+                                r->mode, r->width, (unsigned long long)r->count, r->v[0], r->v[1],
+                                r->v[2], (unsigned long long)r->failed);
                         break;
                 case DB_VALUE:
                         fprintf(f, "%-24s %-24s %12.1f  %-5s %7llu\n", r->name, r->mode, r->v[0],
@@ -320,7 +324,7 @@ static void usage(FILE *f, const char *prog)
                 "  -T LIST          lat: send,write; bw: write,read,send (default all)\n"
                 "  -W N             bw: DTOs outstanding at once (default 16)\n"
                 "  -k N             conn: concurrent clients (default: 1, then 8)\n"
-                "  -N N             conn: connections per run (default 2000);\n"
+                "  -N N             conn: connections per run (default 2000)\n"
                 "  -E N             scale: endpoints to create (default 10000)\n"
                 "  -C N             scale: connections to make (default 1000)\n"
                 "  -P PID           scale: datd's PID, whose RSS is measured\n"

@@ -113,12 +113,12 @@ pid_t db_spawn(int cpu, int (*fn)(void *arg), void *arg);
 
 /* Latency: half round trips in ns.  Bandwidth: ns per batch of bytes.  Rate:
  * count operations in elapsed_ns, samples the ns each took.  A value: one
- * named number (scale). */
+ * named number (scale).  A rate's failed operations are not in count. */
 void db_report_latency(const char *name, const char *mode, size_t size, struct samples *s);
 void db_report_bandwidth(const char *name, size_t size, unsigned window, uint64_t bytes_per_batch,
                          struct samples *s);
 void db_report_rate(const char *name, const char *mode, unsigned clients, uint64_t count,
-                    uint64_t elapsed_ns, struct samples *s);
+                    uint64_t failed, uint64_t elapsed_ns, struct samples *s);
 void db_report_value(const char *name, const char *what, double value, const char *unit,
                      uint64_t count);
 

@@ -23,6 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #include "common/macro.h"
 #include "tests/harness.h"
 #include "tests/netns.h"
@@ -794,6 +798,18 @@ static struct dto_config with_defaults(const struct dto_config *cfg)
         return c;
 }
 
+/* A role process ends with _exit (criterion's exit handlers belong to the
+ * test process), which skips LeakSanitizer's check at exit: run it here,
+ * after the IA is closed, so that what libdat leaks in a role fails the
+ * test as it would in any other. */
+static void check_leaks(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+        DTO_ASSERTF(__lsan_do_recoverable_leak_check() == 0,
+                    "LeakSanitizer found leaks in this role process (see stderr)");
+#endif
+}
+
 /* After the role: keeps the IA open until the peer's role is done too.  A
  * peer that is gone already (dto_die(), or it failed: the supervisor has its
  * status) is not waited for. */
@@ -835,6 +851,7 @@ static _Noreturn void role_main(enum dto_role role, const struct dto_config *cfg
         fn(&s, arg);
         final_barrier(&s);
         dat_ia_close(s.ia, DAT_CLOSE_ABRUPT_FLAG);
+        check_leaks();
         _exit(0);
 }
 

@@ -7,9 +7,10 @@
  * faulty one, receives on both sides) completes DAT_DTO_ERR_FLUSHED, in
  * order, each exactly once.
  *
- * Where the DAT 1.2 man pages contradict dto.h the test follows the man
- * page (/tmp/notes/dto-rule-conflicts.md): a local segment outside its LMR
- * is refused synchronously with DAT_INVALID_PARAMETER.
+ * A local segment outside its LMR is no error completion but a synchronous
+ * DAT_INVALID_PARAMETER (the man pages' rule, which dto.h adopted); the
+ * test for it is here too, beside the one completion that remains
+ * DAT_DTO_ERR_LOCAL_PROTECTION (a receive whose LMR went away).
  *
  * The server is the target, the client the initiator.  Layout of both
  * sides' s->mem (256 KiB): the server's is filled with SEED_MEM and must
@@ -308,6 +309,8 @@ Test(DTO_SUITE(errors), rdma_write_with_a_wrong_rmr_context_is_remote_access)
         run_rdma_fault(WRONG_CONTEXT, DAT_DTO_RDMA_WRITE);
 }
 
+/* dat_rmr_free(3DAT), dto.h: the same for an RDMA Read of an unknown
+ * rmr_context (the initiator's scratch buffer is not filled). */
 Test(DTO_SUITE(errors), rdma_read_with_a_wrong_rmr_context_is_remote_access)
 {
         run_rdma_fault(WRONG_CONTEXT, DAT_DTO_RDMA_READ);
@@ -320,6 +323,7 @@ Test(DTO_SUITE(errors), rdma_write_one_byte_past_the_rmr_is_remote_access)
         run_rdma_fault(PAST_END, DAT_DTO_RDMA_WRITE);
 }
 
+/* dto.h: the same for an RDMA Read one byte past the RMR. */
 Test(DTO_SUITE(errors), rdma_read_one_byte_past_the_rmr_is_remote_access)
 {
         run_rdma_fault(PAST_END, DAT_DTO_RDMA_READ);
@@ -332,6 +336,7 @@ Test(DTO_SUITE(errors), rdma_write_to_a_wrapping_address_is_remote_access)
         run_rdma_fault(WRAPPING, DAT_DTO_RDMA_WRITE);
 }
 
+/* dto.h: the same for an RDMA Read whose end wraps around 2^64. */
 Test(DTO_SUITE(errors), rdma_read_from_a_wrapping_address_is_remote_access)
 {
         run_rdma_fault(WRAPPING, DAT_DTO_RDMA_READ);
@@ -359,6 +364,8 @@ Test(DTO_SUITE(errors), rdma_write_to_an_rmr_of_another_pz_is_remote_access)
         run_rdma_fault(OTHER_PZ, DAT_DTO_RDMA_WRITE);
 }
 
+/* dat_rmr_create(3DAT), dto.h: the same for an RDMA Read of an RMR of
+ * another PZ. */
 Test(DTO_SUITE(errors), rdma_read_from_an_rmr_of_another_pz_is_remote_access)
 {
         run_rdma_fault(OTHER_PZ, DAT_DTO_RDMA_READ);
@@ -614,9 +621,8 @@ static void outside_lmr_client(struct dto_side *s, void *arg)
 /* dat_ep_post_send(3DAT), dat_ep_post_recv(3DAT),
  * dat_ep_post_rdma_write(3DAT), dat_ep_post_rdma_read(3DAT): "one of the
  * IOV segments pointed to a memory outside its LMR" -> DAT_INVALID_PARAMETER
- * (dto.h says an error completion DAT_DTO_ERR_LOCAL_PROTECTION: the man
- * page wins, see /tmp/notes/dto-rule-conflicts.md): nothing is posted,
- * nothing moves, the connection stays up. */
+ * (dto.h: synchronous, ARG3): nothing is posted, nothing moves, the
+ * connection stays up. */
 Test(DTO_SUITE(errors), local_segment_outside_its_lmr_is_refused_with_invalid_parameter)
 {
         dto_run(NULL, outside_lmr_server, outside_lmr_client, NULL);
@@ -724,6 +730,7 @@ Test(DTO_SUITE(errors), rdma_write_beyond_max_rdma_size_is_local_length)
         dto_run(&cfg, too_long_rdma_server, too_long_rdma_client, (void *)&op);
 }
 
+/* dto.h: the same for an RDMA Read beyond the EP's max_rdma_size. */
 Test(DTO_SUITE(errors), rdma_read_beyond_max_rdma_size_is_local_length)
 {
         static const DAT_DTOS op = DAT_DTO_RDMA_READ;

@@ -226,7 +226,6 @@ static void post_next(struct dto_side *s, struct lane *l)
                 } else {
                         r->slot = replay_write(&l->mine, &r->op);
                         l->mine.last_seq = seq;
-                        if (getenv("STRESS_FENCE")) flags |= DAT_COMPLETION_BARRIER_FENCE_FLAG;
                         remote = dto_riov(&l->peer, TARGET_OFF + r->slot * SLOT, r->op.len);
                         ret = dat_ep_post_rdma_write(l->ep, 1, &iov, c, &remote, flags);
                 }
@@ -447,8 +446,8 @@ static void stress_role(struct dto_side *s, void *arg)
                 for (unsigned e = 0; e < 2; e++) {
                         DAT_EVENT ev;
 
-                        for (unsigned k = 0; k < 256 && dat_evd_dequeue(evds[e], &ev) == DAT_SUCCESS;
-                             k++) {
+                        for (unsigned k = 0;
+                             k < 256 && dat_evd_dequeue(evds[e], &ev) == DAT_SUCCESS; k++) {
                                 handle(s, st, &ev);
                                 progress = true;
                         }

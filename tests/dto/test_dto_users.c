@@ -209,7 +209,8 @@ static void users_client(struct dto_side *s, void *arg)
         dto_send_wait(s, s->ep[0], segs, 3, 14);
         /* 16 MiB through the bound RMR, 100 bytes through the LMR's context. */
         iov = dto_iov(&s->mem, WRITE_OFF, BIG);
-        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 21, (DAT_RMR_TRIPLET[]){ dto_riov(&rmr, 0, BIG) });
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 21,
+                            (DAT_RMR_TRIPLET[]){ dto_riov(&rmr, 0, BIG) });
         iov = dto_iov(&s->mem, SMALL_OFF + 20 * SEG, 100);
         dto_rdma_write_wait(s, s->ep[0], &iov, 1, 22,
                             (DAT_RMR_TRIPLET[]){ dto_riov(&s->peer, SMALL_OFF + 2 * SEG, 100) });
