@@ -3,7 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -37,7 +37,9 @@ int shm_channel_new(uint32_t ring_size, ShmRegion **ret)
         r = calloc(1, sizeof(*r));
         if (!r)
                 return -ENOMEM;
-        r->memfd = r->doorbell[0] = r->doorbell[1] = -1;
+        r->memfd = -1;
+        for (int side = 0; side < 2; side++)
+                r->doorbell[side][0] = r->doorbell[side][1] = -1;
         r->refs = 2;
         r->size = size;
         r->ring_size = ring_size;
@@ -56,13 +58,12 @@ int shm_channel_new(uint32_t ring_size, ShmRegion **ret)
         shm_region_unmap(mem, r->size);
         if (k < 0)
                 goto fail;
-        for (int side = 0; side < 2; side++) {
-                r->doorbell[side] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-                if (r->doorbell[side] < 0) {
+        for (int side = 0; side < 2; side++)
+                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
+                               r->doorbell[side]) < 0) {
                         k = -errno;
                         goto fail;
                 }
-        }
         *ret = r;
         return 0;
 fail:
@@ -73,8 +74,10 @@ fail:
 
 void shm_channel_sent(ShmRegion *r)
 {
-        close_forget(&r->doorbell[0]);
-        close_forget(&r->doorbell[1]);
+        for (int side = 0; side < 2; side++) {
+                close_forget(&r->doorbell[side][0]);
+                close_forget(&r->doorbell[side][1]);
+        }
 }
 
 ShmRegion *shm_channel_unref(ShmRegion *r)

@@ -1,7 +1,12 @@
 /* The data channels datd hands to the two ends of a connection
  * (PROTOCOL.md, "EV_DATA_CHANNEL"): for shm, a sealed memfd laid out as
- * libdat/shm_link.h's two rings plus two eventfd doorbells; datd keeps the
- * memfd until both ends of the connection are gone. */
+ * libdat/shm_link.h's two rings plus two doorbells; datd keeps the memfd
+ * until both ends of the connection are gone.  A doorbell is a datagram
+ * socketpair: one socket goes only to the end that sleeps on it, the other
+ * only to the peer, so that neither end can change how the other's
+ * descriptor behaves (an eventfd would be one file shared by both: the
+ * peer could clear O_NONBLOCK under the sleeper), and ringing a doorbell
+ * whose sleeper is gone is no SIGPIPE (send with MSG_NOSIGNAL). */
 #ifndef DATD_DAEMON_CHANNEL_H
 #define DATD_DAEMON_CHANNEL_H
 
@@ -13,7 +18,9 @@
 typedef struct ShmRegion {
         unsigned refs;                  /* ends holding it */
         int memfd;                      /* kept until the last end goes */
-        int doorbell[2];                /* doorbell[side]: closed once both ends have theirs */
+        int doorbell[2][2];             /* [side]: the socketpair end `side` sleeps on ([0],
+                                         * its socket; [1] the peer's to ring it with);
+                                         * closed once both ends have theirs */
         size_t size;                    /* region_size */
         uint32_t ring_size;
 } ShmRegion;

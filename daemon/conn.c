@@ -651,8 +651,9 @@ static void send_data_channel(Conn *c, int tcp_fd)
                 /* The active end produces ring 0, the passive end ring 1. */
                 ev.side = c->active ? 0 : 1;
                 fds[n++] = c->shm->memfd;
-                fds[n++] = c->shm->doorbell[ev.side];
-                fds[n++] = c->shm->doorbell[1 - ev.side];
+                /* Our doorbell's socket, and the one that rings the peer's. */
+                fds[n++] = c->shm->doorbell[ev.side][0];
+                fds[n++] = c->shm->doorbell[1 - ev.side][1];
                 pidfd = peer ? channel_pidfd(peer->pid) : -ESRCH;
                 if (pidfd >= 0)
                         fds[n++] = pidfd;

@@ -7,10 +7,9 @@
 #include "libdat/channel.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,19 +110,16 @@ static const struct channel_ops shm_ops = {
         .destroy = shm_destroy,
 };
 
-/* An eventfd is what the doorbells must be: anything else could block the
- * writer or never become readable. */
-static bool is_eventfd(int fd)
+/* A doorbell is a datagram socket (daemon/channel.h): anything else could
+ * block us, raise SIGPIPE, or never become readable. */
+static bool doorbell_ok(int fd)
 {
-        char path[64], target[64];
-        ssize_t n;
+        int type = 0;
+        socklen_t len = sizeof(type);
+        struct stat st;
 
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        n = readlink(path, target, sizeof(target) - 1);
-        if (n < 0)
-                return false;
-        target[n] = '\0';
-        return strcmp(target, "anon_inode:[eventfd]") == 0;
+        return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+               getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_DGRAM;
 }
 
 int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
@@ -133,8 +129,8 @@ int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
         int r;
 
         if (nfds < DATP_CHANNEL_SHM_FDS_MIN || nfds > DATP_CHANNEL_MAX_FDS || ev->side > 1 ||
-            ev->region_size != shm_link_region_size(ev->ring_size) || !is_eventfd(fds[1]) ||
-            !is_eventfd(fds[2])) {
+            ev->region_size != shm_link_region_size(ev->ring_size) ||
+            !doorbell_ok(fds[1]) || !doorbell_ok(fds[2])) {
                 channel_close_fds(fds, nfds);
                 return -EPROTO;
         }

@@ -15,19 +15,20 @@
  *   dat_ib_close_query): an IA opened by name only to query it.
  * Their completions are DAT_IB_DTO_EVENTs (extension_event.c).
  *
- * Return codes, as the other posts (dto.h): an EP post on something that
- * is not a live EP: DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP; the other
- * refusals name the argument's position in the dat_ib_* macro call, the EP
- * being the first (dat_ib_post_cmp_and_swap(ep, cmp, swap, lbuf, cookie,
+ * Return codes, as the other posts (dto.h), but for the handle: one no
+ * object has is DAT_INVALID_HANDLE | DAT_INVALID_HANDLE1 for every
+ * operation (the generic entry point's first argument, as before the
+ * extensions), a live object that is not an EP given to a post
+ * DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP.  The other refusals name the
+ * argument's position in the dat_ib_* macro call, the EP being the first (dat_ib_post_cmp_and_swap(ep, cmp, swap, lbuf, cookie,
  * rbuf, flags): a NULL or outside-LMR lbuf is DAT_INVALID_ARG4, a NULL
  * rbuf DAT_INVALID_ARG6, bad flags DAT_INVALID_ARG7); a local buffer
  * shorter than 8 bytes for an atomic: DAT_LENGTH_ERROR.  A target without
  * DAT_IB_MEM_PRIV_REMOTE_ATOMIC, or not 8-byte aligned, is refused by the
  * peer: DAT_DTO_ERR_REMOTE_ACCESS in the completion, as for RDMA.
  *
- * Not provided, DAT_NOT_IMPLEMENTED (after the handle check: a handle no
- * object has is DAT_INVALID_HANDLE1): unreliable datagrams (DAT_IB_UD_*:
- * DAT_IB_SERVICE_TYPE_UD endpoints, address handles and their connection
+ * Not provided, DAT_NOT_IMPLEMENTED (after the handle check): unreliable
+ * datagrams (DAT_IB_UD_*: DAT_IB_SERVICE_TYPE_UD endpoints, address handles and their connection
  * events need datd and the data channels to carry datagrams, which they do
  * not; DAT_IB_UD is not advertised), counters (DAT_COUNTERS is not
  * advertised, so dtestx -p disables them itself) and collectives.  An
@@ -153,6 +154,11 @@ _public_ DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP operatio
         DAT_RETURN ret;
         va_list ap;
 
+        /* The generic entry point's own rule first: a handle no object has
+         * is DAT_INVALID_HANDLE1 whatever the operation (its arguments are
+         * not read); only dat_ib_open_query takes none. */
+        if (operation != DAT_IB_OPEN_QUERY_OP && !dat_object_lookup_any(handle))
+                return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
         va_start(ap, operation);
         switch (operation) {
         case DAT_IB_RDMA_WRITE_IMMED_OP:
@@ -171,12 +177,7 @@ _public_ DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP operatio
                 ret = dat_ia_close(handle, DAT_CLOSE_ABRUPT_FLAG);
                 break;
         default:
-                if (!dat_object_lookup_any(handle))
-                        ret = DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
-                else if (!ib_op_defined(operation))
-                        ret = DAT_ERR_ARG(2);
-                else
-                        ret = DAT_ERR_NOT_IMPLEMENTED;
+                ret = ib_op_defined(operation) ? DAT_ERR_NOT_IMPLEMENTED : DAT_ERR_ARG(2);
                 break;
         }
         va_end(ap);

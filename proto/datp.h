@@ -448,9 +448,10 @@ enum datp_channel_kind {
 
 /* Descriptors an EV_DATA_CHANNEL carries, in this order:
  *   shm: [0] the region (a sealed memfd, libdat/shm_link.h's layout, laid
- *        out by datd), [1] this end's doorbell (an eventfd the peer writes
- *        and this end waits on), [2] the peer's doorbell, [3] a pidfd of
- *        the peer process (optional: nfds 3 without it);
+ *        out by datd), [1] this end's doorbell (a datagram socket the
+ *        peer rings, this end waits on), [2] the socket that rings the
+ *        peer's doorbell, [3] a pidfd of the peer process (optional: nfds 3
+ *        without it);
  *   tcp: [0] the connected socket. */
 #define DATP_CHANNEL_SHM_FDS_MIN 3
 #define DATP_CHANNEL_MAX_FDS 4

@@ -235,8 +235,8 @@ Test(datd_channel, shm_channel_precedes_established_on_both_ends)
 }
 
 /* The region is a memfd sealed against resizing (and further sealing), of
- * region_size bytes; both ends get the same one and the same two eventfds,
- * the doorbells crossed. */
+ * region_size bytes; both ends get the same one, and each its own doorbell
+ * socket and the socket that rings the peer's. */
 Test(datd_channel, shm_region_is_a_sealed_memfd_shared_by_both_ends)
 {
         struct stat sa, sb, x, y;
@@ -250,13 +250,24 @@ Test(datd_channel, shm_region_is_a_sealed_memfd_shared_by_both_ends)
         cr_expect_eq(sa.st_ino, sb.st_ino, "not the same region");
         cr_expect_eq(fcntl(fa[0], F_GET_SEALS) & SEALS, SEALS);
         cr_expect_lt(ftruncate(fa[0], 0), 0, "the region could shrink");
-        /* [1] mine, [2] the peer's: a's own doorbell is b's peer doorbell. */
-        cr_assert_eq(fstat(fa[1], &x), 0);
-        cr_assert_eq(fstat(fb[2], &y), 0);
-        cr_expect_eq(x.st_ino, y.st_ino);
-        cr_assert_eq(fstat(fa[2], &x), 0);
-        cr_assert_eq(fstat(fb[1], &y), 0);
-        cr_expect_eq(x.st_ino, y.st_ino);
+        /* [1] mine, [2] the peer's: what b rings with [2] arrives at a's
+         * [1], and the other way round; datagram sockets, each end's own. */
+        {
+                uint64_t one = 1, got = 0;
+                int type = 0;
+                socklen_t len = sizeof(type);
+
+                cr_assert_eq(fstat(fa[1], &x), 0);
+                cr_expect(S_ISSOCK(x.st_mode));
+                cr_assert_eq(getsockopt(fa[1], SOL_SOCKET, SO_TYPE, &type, &len), 0);
+                cr_expect_eq(type, SOCK_DGRAM);
+                cr_assert_eq(send(fb[2], &one, sizeof(one), MSG_DONTWAIT), (ssize_t) sizeof(one));
+                cr_expect_eq(recv(fa[1], &got, sizeof(got), MSG_DONTWAIT), (ssize_t) sizeof(got));
+                cr_assert_eq(send(fa[2], &one, sizeof(one), MSG_DONTWAIT), (ssize_t) sizeof(one));
+                cr_expect_eq(recv(fb[1], &got, sizeof(got), MSG_DONTWAIT), (ssize_t) sizeof(got));
+                cr_expect_lt(recv(fa[1], &got, sizeof(got), MSG_DONTWAIT), 0, "rang twice");
+                (void)y;
+        }
         cr_expect_neq(fa[1], fa[2]);
         cr_expect_eq(datd_regions(), 1, "datd keeps the region while the connection is up");
         close_fds(fa);

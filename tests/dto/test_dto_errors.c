@@ -310,7 +310,7 @@ Test(DTO_SUITE(errors), rdma_write_with_a_wrong_rmr_context_is_remote_access)
 }
 
 /* dat_rmr_free(3DAT), dto.h: the same for an RDMA Read of an unknown
- * rmr_context (the initiator's scratch buffer is not filled). */
+ * rmr_context. */
 Test(DTO_SUITE(errors), rdma_read_with_a_wrong_rmr_context_is_remote_access)
 {
         run_rdma_fault(WRONG_CONTEXT, DAT_DTO_RDMA_READ);
@@ -350,7 +350,8 @@ Test(DTO_SUITE(errors), rdma_write_to_a_read_only_rmr_is_remote_access)
         run_rdma_fault(NO_PRIVILEGE, DAT_DTO_RDMA_WRITE);
 }
 
-/* Same: a Read from an RMR bound with remote write only. */
+/* dat_rmr_bind(3DAT), dto.h: the same for a Read from an RMR bound with
+ * remote write only. */
 Test(DTO_SUITE(errors), rdma_read_from_a_write_only_rmr_is_remote_access)
 {
         run_rdma_fault(NO_PRIVILEGE, DAT_DTO_RDMA_READ);

@@ -334,9 +334,8 @@ Test(DTO_SUITE(teardown), receives_posted_to_a_disconnected_ep_flush_at_once)
 /* dat_ep_post_send(3DAT), dat_ep_post_rdma_write(3DAT),
  * dat_ep_post_rdma_read(3DAT), dat_rmr_bind(3DAT): valid in Connected and
  * Disconnected only (DAT_INVALID_STATE when Unconnected); on a Disconnected
- * EP "the posted <request> is immediately flushed to request_evd_handle".
- * (dto.h refuses them with DAT_INVALID_STATE: the man page wins, see
- * /tmp/notes/dto-rule-conflicts.md.) */
+ * EP "the posted <request> is immediately flushed to request_evd_handle"
+ * (dto.h says the same). */
 Test(DTO_SUITE(teardown), requests_posted_to_a_disconnected_ep_flush_at_once)
 {
         static const bool requests = true;
