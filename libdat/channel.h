@@ -49,6 +49,7 @@ struct channel {
         pid_t peer_pid;                 /* the peer process on this host, else 0 */
         int peer_pidfd;                 /* readable once the peer process exited; -1 if none */
         bool same_host;                 /* cross-memory attach may work */
+        bool lingers;                   /* kept open (shut down) a while after the connection */
 };
 
 /* Builds the channel an EV_DATA_CHANNEL describes; takes ownership of fds

@@ -166,6 +166,7 @@ int channel_tcp_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
         t->ch.peer_pid = ev->peer_pid;
         t->ch.peer_pidfd = -1;
         t->ch.same_host = false;
+        t->ch.lingers = true;
         *out = &t->ch;
         return 0;
 }

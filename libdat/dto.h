@@ -112,6 +112,10 @@ struct dto_ia {
          * having armed the channels (a consumer going to sleep kicks it). */
         uint64_t app_poll_ns;
         bool unarmed;
+        /* The progress thread sleeps armed, with no timeout: an application
+         * thread that leaves an acknowledgement owed must kick it (on TCP
+         * the thread may never wake: the data it was woken for is gone). */
+        bool armed_sleep;
 };
 
 /* Sets up / tears down an IA's table (ia.c: open and close). */

@@ -119,8 +119,10 @@ struct dto_ep {
         uint32_t conn_id;
         unsigned users;                 /* threads working on it outside the IA set's lock */
 
-        /* The channel offered for the next (or current) connection. */
+        /* The channel offered for the next (or current) connection, and
+         * the last one kept until the EP is reset (teardown_channel). */
         struct channel *ch;
+        struct channel *lingering;
         uint32_t offered_conn_id;
         bool cma_to_peer;               /* we may read/write the peer's memory */
         bool cma_from_peer;             /* the peer may read/write ours (it said CMA_OK) */
@@ -150,6 +152,9 @@ struct dto_ep {
         struct dto_resp *resp;
         uint32_t resp_cap, resp_head, resp_count;
         uint32_t peer_seq;              /* the last request of the peer's we took */
+        uint32_t ack_owed;              /* the peer's last request placed (cumulative ack) */
+        uint32_t ack_sent;              /* ... as the last frame we started carried it */
+        uint32_t peer_ack;              /* the peer's cumulative ack of our requests */
 
         /* The frame being written: its header and segments as encoded when
          * it started, its payload segments, how far it got. */
@@ -182,6 +187,8 @@ struct dto_ep {
         bool rx_recv_srq;
         DAT_LMR_TRIPLET rx_srq_iov[DTO_MAX_SEGS]; /* an SRQ buffer's segments */
         bool rx_fatal;                  /* the frame is refused: its response ends the connection */
+        bool rx_seq_taken;              /* the request's seq was checked and counted */
+        uint32_t read_data_pending;     /* inline RDMA Read data queued, not out yet */
         uint64_t rnr_deadline_ns;       /* a SEND waits for a receive until then, 0: not */
 
         /* CNO notices of completions made where no batch was at hand
@@ -267,6 +274,11 @@ bool dto_tx_respond_value(struct dto_ep *d, uint32_t seq, uint64_t value);
 /* Queues our HELLO / CMA_OK. */
 void dto_tx_hello(struct dto_ep *d);
 
+/* The peer's placed requests not acknowledged yet: queues a frame that
+ * carries the acknowledgement if force, or if too many wait; otherwise it
+ * rides on the next frame that goes anyway. */
+void dto_tx_ack(struct dto_ep *d, bool force);
+
 /* Ends our side of the stream in order: BYE, then no more writes. */
 void dto_tx_bye(struct dto_ep *d);
 
@@ -275,6 +287,10 @@ void dto_tx_bye(struct dto_ep *d);
 /* Reads and serves frames until the channel is empty or a Send waits for a
  * receive.  Returns whether bytes moved. */
 bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b);
+
+/* Completes our Sends and Writes the peer's cumulative acknowledgement
+ * covers, in order. */
+void dto_rx_apply_acks(struct dto_ep *d, struct dto_batch *b);
 
 /* A Send waiting for a receive gets one now, or fails once its deadline
  * passed. */

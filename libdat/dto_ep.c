@@ -279,6 +279,7 @@ static void flush_all(struct dto_ep *d, struct dto_batch *b)
                 d->rq_count--;
         }
         d->resp_count = 0;
+        d->read_data_pending = 0;
         d->tx_item = DTO_TX_NONE;
         d->rx_state = DTO_RX_HEADER;
         d->rx_have = 0;
@@ -307,13 +308,38 @@ void dto_fail(struct dto_ep *d, const char *why)
 /* Destroys the channel of a data path that no longer runs.  No lock held. */
 static void teardown_channel(struct dto_ep *d)
 {
-        struct channel *ch;
+        struct channel *ch, *old = NULL;
 
         dto_ia_remove_nowait(d);
         pthread_mutex_lock(&d->lock);
         ch = d->state == DTO_RUNNING ? NULL : d->ch;
-        if (ch)
+        if (ch) {
                 d->ch = NULL;
+                /* A socket closed with the peer's bytes unread is reset,
+                 * and the reset can destroy what the peer has not read of
+                 * ours yet (an error response): it only stops writing now
+                 * and is closed when the EP is reset, freed or connects
+                 * again. */
+                if (ch->lingers) {
+                        ch->ops->shutdown(ch);
+                        old = d->lingering;
+                        d->lingering = ch;
+                        ch = NULL;
+                }
+        }
+        pthread_mutex_unlock(&d->lock);
+        channel_destroy(ch);
+        channel_destroy(old);
+}
+
+/* Closes a channel kept after the connection ended (teardown_channel). */
+static void drop_lingering(struct dto_ep *d)
+{
+        struct channel *ch;
+
+        pthread_mutex_lock(&d->lock);
+        ch = d->lingering;
+        d->lingering = NULL;
         pthread_mutex_unlock(&d->lock);
         channel_destroy(ch);
 }
@@ -353,14 +379,29 @@ bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
 
         if (d->state != DTO_RUNNING)
                 return false;
+        bool rx_moved = false;
+
         moved |= dto_tx_flush(d);
         if (d->state == DTO_RUNNING)
-                moved |= dto_rx_poll(d, b);
+                rx_moved = dto_rx_poll(d, b);
         if (d->state == DTO_RUNNING && d->rnr_deadline_ns)
-                moved |= dto_rx_retry_stalled(d, b);
+                rx_moved |= dto_rx_retry_stalled(d, b);
+        /* Acknowledge on our own only when nothing else will carry it soon:
+         * a step that took frames is usually followed by the application's
+         * answer, which carries it for free. */
+        if (d->state == DTO_RUNNING)
+                dto_tx_ack(d, !rx_moved);
         if (d->state == DTO_RUNNING)
                 moved |= dto_tx_flush(d);
-        return moved;
+        /* A request that waited for Read data to go out may go on now
+         * (nothing else would wake us for it: its bytes were read). */
+        if (d->state == DTO_RUNNING && d->rx_state == DTO_RX_ACTION && !d->rnr_deadline_ns &&
+            !d->read_data_pending) {
+                rx_moved |= dto_rx_poll(d, b);
+                if (d->state == DTO_RUNNING)
+                        moved |= dto_tx_flush(d);
+        }
+        return moved || rx_moved;
 }
 
 /* ---- the connection code's side ----------------------------------------- */
@@ -433,6 +474,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
 
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        drop_lingering(d);
         pthread_mutex_lock(&d->lock);
         ok = d->ch && d->offered_conn_id == conn_id && d->state != DTO_RUNNING;
         if (ok) {
@@ -441,6 +483,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->broken = d->peer_gone = d->peer_bye = false;
                 d->next_seq = 1;
                 d->peer_seq = 0;
+                d->ack_owed = d->ack_sent = d->peer_ack = 0;
                 d->tx_next = d->resp_next = d->tail;
                 d->tx_item = DTO_TX_NONE;
                 d->rx_state = DTO_RX_HEADER;
@@ -480,6 +523,9 @@ bool dto_ep_stop(struct ep *ep)
                 dto_progress_locked(d, &b);
         }
         if (d->state == DTO_RUNNING) {
+                /* What we placed is acknowledged before we go. */
+                dto_tx_ack(d, true);
+                dto_tx_flush(d);
                 dto_tx_bye(d);
                 flush_all(d, &b);
                 d->state = DTO_DEAD;
@@ -529,6 +575,7 @@ void dto_ep_reset(struct ep *ep)
                 dto_ia_remove_nowait(d);
                 channel_destroy(old);
         }
+        drop_lingering(d);
 }
 
 void dto_ep_quiesce(struct ep *ep)
@@ -582,6 +629,7 @@ void dto_ep_destroy(struct ep *ep)
                 }
         }
         channel_destroy(d->ch);
+        channel_destroy(d->lingering);
         free_queues(d);
         pthread_mutex_destroy(&d->lock);
         ep->dto = NULL;

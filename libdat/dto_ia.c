@@ -211,6 +211,11 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
         *finish = dto_needs_finish(d);
         if (*finish)
                 __atomic_add_fetch(&d->users, 1, __ATOMIC_ACQ_REL);
+        /* An acknowledgement left owed must not wait for a thread that
+         * sleeps without a timeout. */
+        if (!wait_for_lock && d->state == DTO_RUNNING && d->ack_owed != d->ack_sent &&
+            __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED))
+                dto_ia_kick(d->ia);
         pthread_mutex_unlock(&d->lock);
         return moved;
 }
@@ -311,7 +316,7 @@ static int arm_all(struct dto_ia *t)
                                 if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, d->ch->poll_fd, &ev) == 0)
                                         d->poll_events = events;
                         }
-                        if (!d->ch->ops->arm(d->ch, want_room))
+                        if (!d->ch->ops->arm(d->ch, want_room) || d->ack_owed != d->ack_sent)
                                 work = true;
                         if (d->rnr_deadline_ns && (!next || d->rnr_deadline_ns < next))
                                 next = d->rnr_deadline_ns;
@@ -393,6 +398,10 @@ static bool plan_wait(struct dto_ia *t, uint64_t last_work, struct timespec *ts,
                 *tsp = ts;
                 return true;
         }
+        /* Announced before the channels are looked at: a thread that
+         * leaves an acknowledgement owed after arm_all() saw its data path
+         * sees this and kicks us; one before, arm_all() sees. */
+        __atomic_store_n(&t->armed_sleep, true, __ATOMIC_SEQ_CST);
         timeout = arm_all(t);
         if (timeout < 0) {
                 *tsp = NULL;
@@ -418,6 +427,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                 int n = epoll_pwait2(t->epfd, evs, EVENTS_MAX, tsp, NULL);
 
                 __atomic_store_n(&t->unarmed, false, __ATOMIC_RELAXED);
+                __atomic_store_n(&t->armed_sleep, false, __ATOMIC_RELAXED);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

@@ -231,7 +231,7 @@ static enum action on_send(struct dto_ep *d, struct dto_batch *b)
                         return protocol_error(d, "cannot read a Send from the peer's memory");
                 d->bytes_received += d->rx.len;
                 recv_done(d, DAT_DTO_SUCCESS, b);
-                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+                d->ack_owed = d->rx.seq;
                 return ACT_NEXT;
         }
         sink_set(d, iov, n, d->rx.len);
@@ -299,7 +299,7 @@ static void write_done(struct dto_ep *d, struct dto_batch *b)
                                         b);
                 d->rx_recv_taken = false;
         }
-        respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+        d->ack_owed = d->rx.seq;
 }
 
 static enum action on_write(struct dto_ep *d, struct dto_batch *b)
@@ -346,8 +346,9 @@ static enum action on_read_req(struct dto_ep *d)
                 respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_SUCCESS, 0, DTO_F_CMA, NULL);
                 return ACT_NEXT;
         }
-        respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_SUCCESS, d->rx.len, 0,
-                d->rx.len ? &source : NULL);
+        if (respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_SUCCESS, d->rx.len, 0,
+                    d->rx.len ? &source : NULL) && d->rx.len)
+                d->read_data_pending++;
         d->rx_state = DTO_RX_HEADER;
         return ACT_NEXT;
 }
@@ -379,17 +380,41 @@ static void request_done(struct dto_ep *d, struct dto_req *r, uint32_t status,
         if (status == DAT_DTO_SUCCESS)
                 d->bytes_sent += dto_req_reads(r) ? 0 : r->length;
         d->resp_next++;
-        dto_deliver_requests(d, b);
-        if (status != DAT_DTO_SUCCESS)
+        if (status != DAT_DTO_SUCCESS) {
+                dto_deliver_requests(d, b);
                 /* The target refused: the connection is over on both sides. */
                 dto_fail(d, "the peer refused a request");
+                return;
+        }
+        /* The acknowledgement may cover requests behind an RDMA Read. */
+        if (dto_req_reads(r))
+                dto_rx_apply_acks(d, b);
+        dto_deliver_requests(d, b);
+}
+
+void dto_rx_apply_acks(struct dto_ep *d, struct dto_batch *b)
+{
+        uint32_t slot;
+        struct dto_req *r;
+
+        while (d->state == DTO_RUNNING && (r = awaited(d, &slot)) && !dto_req_reads(r) &&
+               (int32_t)(r->seq - d->peer_ack) <= 0)
+                request_done(d, r, DAT_DTO_SUCCESS, b);
 }
 
 static enum action on_response(struct dto_ep *d, struct dto_batch *b)
 {
         uint32_t slot = 0, status = d->rx.status;
-        struct dto_req *r = awaited(d, &slot);
+        struct dto_req *r;
         bool read = d->rx.op == DTO_OP_READ_RESP;
+
+        /* A success ACK only carries the cumulative acknowledgement, which
+         * every frame's header brought already. */
+        if (!read && status == DAT_DTO_SUCCESS)
+                return d->rx.seq == 0 && d->rx.len == 0
+                               ? ACT_NEXT
+                               : protocol_error(d, "an acknowledgement with a payload");
+        r = awaited(d, &slot);
 
         if (!r || r->seq != d->rx.seq || dto_req_reads(r) != read ||
             status > DAT_DTO_ERR_LOCAL_MM_ERROR || ((d->rx.flags & DTO_F_CMA) && !r->cma))
@@ -438,6 +463,16 @@ static void on_hello_payload(struct dto_ep *d)
         d->cma_ok_owed = true;
 }
 
+/* A frame's cumulative acknowledgement: never backwards, never beyond
+ * what we posted. */
+static bool take_ack(struct dto_ep *d, uint32_t ack)
+{
+        if ((int32_t)(ack - d->peer_ack) < 0 || (int32_t)(d->next_seq - 1 - ack) < 0)
+                return false;
+        d->peer_ack = ack;
+        return true;
+}
+
 /* Limits a frame's fields before anything else looks at them. */
 static bool frame_sane(const struct dto_ep *d, const struct dto_frame *f)
 {
@@ -457,7 +492,7 @@ static bool frame_sane(const struct dto_ep *d, const struct dto_frame *f)
                 return f->len <= caps->max_rdma_size;
         case DTO_OP_ACK:
         case DTO_OP_READ_RESP:
-                return !f->nseg;
+                return !f->nseg && f->reserved == 0;
         case DTO_OP_BYE:
                 return f->len == 0 && !f->nseg;
         case DTO_OP_CMP_SWAP:
@@ -495,8 +530,17 @@ static enum action on_header(struct dto_ep *d, struct dto_batch *b)
         }
         /* A request of the peer's; a CMA one with segments describes its
          * payload, which is then not inline. */
-        if (!d->rx_recv_taken && d->rnr_deadline_ns == 0 && !next_peer_seq(d, d->rx.seq))
-                return protocol_error(d, "a request out of sequence");
+        if (!d->rx_seq_taken) {
+                if (!next_peer_seq(d, d->rx.seq))
+                        return protocol_error(d, "a request out of sequence");
+                d->rx_seq_taken = true;
+        }
+        /* The data of an RDMA Read answered inline is read when its
+         * response goes out: a request that changes memory waits until
+         * then, so that the Read sees memory as it was when it came (as a
+         * NIC reads it when it serves the Read). */
+        if (d->read_data_pending && d->rx.op != DTO_OP_READ_REQ)
+                return ACT_STALL;
         if ((d->rx.flags & DTO_F_CMA) && !d->cma_to_peer)
                 return protocol_error(d, "cross-memory attach we never offered");
         d->rx_state = DTO_RX_HEADER;
@@ -529,7 +573,7 @@ static void on_payload_done(struct dto_ep *d, struct dto_batch *b)
         case DTO_OP_SEND:
                 d->bytes_received += d->rx.len;
                 recv_done(d, DAT_DTO_SUCCESS, b);
-                respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+                d->ack_owed = d->rx.seq;
                 break;
         case DTO_OP_WRITE:
                 write_done(d, b);
@@ -623,10 +667,12 @@ bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b)
                                 break;
                         memcpy(&d->rx, d->rx_hdr, sizeof(d->rx));
                         d->rx_have = 0;
-                        if (!frame_sane(d, &d->rx)) {
+                        d->rx_seq_taken = false;
+                        if (!frame_sane(d, &d->rx) || !take_ack(d, d->rx.ack)) {
                                 protocol_error(d, "a malformed frame");
                                 return true;
                         }
+                        dto_rx_apply_acks(d, b);
                         d->rx_state = d->rx.nseg ? DTO_RX_SEGS : DTO_RX_ACTION;
                         break;
                 case DTO_RX_SEGS:
@@ -641,9 +687,10 @@ bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b)
                 case DTO_RX_ACTION:
                         switch (on_header(d, b)) {
                         case ACT_STALL:
-                                if (!d->peer_bye)
-                                        d->rx_state = DTO_RX_ACTION;
-                                return true;
+                                if (d->peer_bye)
+                                        return true;
+                                d->rx_state = DTO_RX_ACTION;
+                                return moved;
                         case ACT_FAIL:
                                 return true;
                         case ACT_NEXT:

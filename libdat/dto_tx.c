@@ -237,6 +237,9 @@ static bool start_next(struct dto_ep *d)
                         return false;
                 start_request(d);
         }
+        /* Every frame carries our cumulative acknowledgement. */
+        d->tx_hdr.ack = d->ack_owed;
+        d->ack_sent = d->ack_owed;
         d->tx_off = 0;
         d->tx_total = sizeof(d->tx_hdr) + d->tx_nsegs * sizeof(struct dto_seg);
         for (uint32_t i = 0; i < d->tx_npayload; i++)
@@ -296,6 +299,9 @@ static void frame_done(struct dto_ep *d)
         case DTO_TX_RESP: {
                 bool fatal = d->resp[d->resp_head].fatal;
 
+                if (d->resp[d->resp_head].data.iov_len && d->read_data_pending)
+                        d->read_data_pending--;
+
                 d->resp_head = (d->resp_head + 1) % d->resp_cap;
                 d->resp_count--;
                 if (fatal)
@@ -351,7 +357,7 @@ bool dto_tx_flush(struct dto_ep *d)
 
 void dto_tx_bye(struct dto_ep *d)
 {
-        struct dto_frame bye = { .op = DTO_OP_BYE };
+        struct dto_frame bye = { .op = DTO_OP_BYE, .ack = d->ack_owed };
         struct iovec iov = { &bye, sizeof(bye) };
 
         /* Best effort: behind a frame half written there is no room for it,
@@ -359,4 +365,26 @@ void dto_tx_bye(struct dto_ep *d)
         if (d->tx_item == DTO_TX_NONE && !d->peer_bye && !d->peer_gone)
                 (void)d->ch->ops->writev(d->ch, &iov, 1);
         d->ch->ops->shutdown(d->ch);
+}
+
+/* Unacknowledged requests of the peer after which an acknowledgement goes
+ * out on its own, whoever polls: the peer's window stays open. */
+#define ACK_BACKLOG_MAX 16
+
+void dto_tx_ack(struct dto_ep *d, bool force)
+{
+        struct dto_frame f = { .op = DTO_OP_ACK, .status = DAT_DTO_SUCCESS };
+        uint32_t behind = d->ack_owed - d->ack_sent;
+
+        if (behind == 0 || d->state != DTO_RUNNING)
+                return;
+        if (!force && behind < ACK_BACKLOG_MAX)
+                return;
+        /* Already on its way: a frame not started yet takes the latest. */
+        for (uint32_t i = 0; i < d->resp_count; i++)
+                if (d->resp[(d->resp_head + i) % d->resp_cap].frame.op == DTO_OP_ACK &&
+                    d->resp[(d->resp_head + i) % d->resp_cap].frame.status == DAT_DTO_SUCCESS)
+                        return;
+        if (!dto_tx_respond(d, &f, NULL, false))
+                dto_fail(d, "the peer does not read its responses");
 }

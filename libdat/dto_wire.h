@@ -4,7 +4,7 @@
  * runs on little-endian hosts today: dto_conn.c refuses to build
  * otherwise).
  *
- * Every frame starts with a 32-byte header; then, for DTO_F_CMA, nseg
+ * Every frame starts with a 40-byte header; then, for DTO_F_CMA, nseg
  * segment descriptors (the sender's own memory, for the receiver's
  * process_vm_readv/writev); then, unless DTO_F_CMA, len payload bytes.
  *
@@ -18,8 +18,13 @@
  *   READ_REQ  RDMA Read of len bytes from (rmr_context, addr), answered by
  *             READ_RESP; with DTO_F_CMA the segments say where the target
  *             pushes the data, else the data comes inline in READ_RESP.
- *   ACK       seq of the SEND/WRITE answered, status a
- *             DAT_DTO_COMPLETION_STATUS.
+ *   ACK       with status DAT_DTO_SUCCESS (seq 0): carries only `ack`,
+ *             when no other frame goes the peer's way to carry it; with an
+ *             error status: seq of the SEND/WRITE refused.
+ * Acknowledgements are cumulative and ride on every frame: `ack` says the
+ * peer's SENDs and WRITEs up to that seq were placed (those before it that
+ * were refused or are RDMA Reads were answered before, in order), so a
+ * message answered by a message costs no frame of its own.
  *   READ_RESP seq, status; inline data (len bytes) unless DTO_F_CMA.
  *   CMP_SWAP, FETCH_ADD
  *             64-bit atomics on (rmr_context, addr), 8-byte aligned: len 16
@@ -68,6 +73,8 @@ struct dto_frame {
         uint64_t addr;                  /* WRITE/READ_REQ: target address; HELLO: probe address */
         uint32_t rmr_context;           /* WRITE/READ_REQ */
         uint32_t status;                /* ACK/READ_RESP: DAT_DTO_COMPLETION_STATUS; CMA_OK: 0/1 */
+        uint32_t ack;                   /* every frame: the sender's cumulative acknowledgement */
+        uint32_t reserved;              /* 0 */
 };
 
 struct dto_seg {
@@ -75,7 +82,7 @@ struct dto_seg {
         uint64_t len;
 };
 
-_Static_assert(sizeof(struct dto_frame) == 32, "dto_frame is 32 bytes on the wire");
+_Static_assert(sizeof(struct dto_frame) == 40, "dto_frame is 40 bytes on the wire");
 _Static_assert(sizeof(struct dto_seg) == 16, "dto_seg is 16 bytes on the wire");
 
 #endif

@@ -273,17 +273,15 @@ static char *read_landing(const struct demo *d)
 
 /* Local segments name memory by its address and the lmr_context of the LMR
  * that registered it. */
-static DAT_LMR_TRIPLET local_segment(const struct demo *d, const void *p, uint32_t len,
-                                     DAT_LMR_CONTEXT ctx)
+static DAT_LMR_TRIPLET local_segment(const void *p, uint32_t len, DAT_LMR_CONTEXT ctx)
 {
-        (void)d;
         return (DAT_LMR_TRIPLET){ .virtual_address = (DAT_VADDR)(uintptr_t)p,
                                   .segment_length = len, .lmr_context = ctx };
 }
 
 static bool post_recv(const struct demo *d, unsigned slot)
 {
-        DAT_LMR_TRIPLET seg = local_segment(d, recv_slot(d, slot), d->msg_max, d->local_ctx);
+        DAT_LMR_TRIPLET seg = local_segment(recv_slot(d, slot), d->msg_max, d->local_ctx);
         DAT_DTO_COOKIE cookie = { .as_64 = slot };
 
         return ok(d, "dat_ep_post_recv",
@@ -294,7 +292,7 @@ static bool post_recv(const struct demo *d, unsigned slot)
  * them. */
 static bool send_msg(const struct demo *d, const void *p, uint32_t len)
 {
-        DAT_LMR_TRIPLET seg = local_segment(d, p, len, d->local_ctx);
+        DAT_LMR_TRIPLET seg = local_segment(p, len, d->local_ctx);
         DAT_DTO_COOKIE cookie = { .as_64 = 0 };
         DAT_DTO_COMPLETION_EVENT_DATA done;
 
@@ -613,7 +611,7 @@ static void print_rdma(const struct demo *d, const char *what, uint64_t sum, dou
  * put into ours. */
 static bool rdma_write_step(struct demo *d)
 {
-        DAT_LMR_TRIPLET src = local_segment(d, d->window, d->rdma_len, d->window_ctx);
+        DAT_LMR_TRIPLET src = local_segment(d->window, d->rdma_len, d->window_ctx);
         DAT_RMR_TRIPLET dst = d->peer.write_to;
         DAT_DTO_COOKIE cookie = { .as_64 = 0 };
         DAT_DTO_COMPLETION_EVENT_DATA done;
@@ -643,7 +641,7 @@ static bool rdma_write_step(struct demo *d)
 /* Step 6: the peer's pattern into our landing area. */
 static bool rdma_read_step(struct demo *d)
 {
-        DAT_LMR_TRIPLET dst = local_segment(d, read_landing(d), d->rdma_len, d->local_ctx);
+        DAT_LMR_TRIPLET dst = local_segment(read_landing(d), d->rdma_len, d->local_ctx);
         DAT_RMR_TRIPLET src = d->peer.read_from;
         DAT_DTO_COOKIE cookie = { .as_64 = 0 };
         DAT_DTO_COMPLETION_EVENT_DATA done;

@@ -316,102 +316,124 @@ static inline unsigned char seq_byte(uint64_t i)
 
 /* ---- the server ------------------------------------------------------------ */
 
-/* One phase, as the control message says; then the next control receive is
- * posted before the last message of the phase goes out. */
-static void serve_phase(struct db_conn *c, const struct db_ctl *ctl)
+static inline void post_ctl_recv(struct db_conn *c)
 {
-        size_t size = ctl->size;
-        bool block = ctl->block;
-        uint64_t n = ctl->count;
+        post_recv(c, c->ctl_rx, sizeof(*c->ctl_rx));
+}
 
-        if (size > c->half)
-                bench_die("datbench: the client asked for %zu bytes, registered %zu\n", size,
-                          c->half);
-        switch (ctl->test) {
-        case DB_T_SEND_LAT:
-                if (n > 0)
+/* The server's side of each phase, as its control message says.  Each
+ * posts the next control receive before the last message of the phase. */
+static void serve_send_lat(struct db_conn *c, size_t size, bool block, uint64_t n)
+{
+        if (n > 0)
+                post_recv(c, dst(c), size);
+        else
+                post_ctl_recv(c);
+        post_send(c, NULL, 0);          /* ready */
+        for (uint64_t i = 0; i < n; i++) {
+                wait_recv(c, block);
+                if (i + 1 < n)
                         post_recv(c, dst(c), size);
                 else
-                        post_recv(c, c->ctl_rx, sizeof(*c->ctl_rx));
-                post_send(c, NULL, 0);          /* ready */
-                for (uint64_t i = 0; i < n; i++) {
-                        wait_recv(c, block);
+                        post_ctl_recv(c);
+                post_send(c, src(c), size);
+                reap_requests(c);
+        }
+}
+
+static void serve_write_lat(struct db_conn *c, size_t size, bool block, uint64_t n)
+{
+        dst(c)[size - 1] = 0;
+        if (block && n > 0)
+                post_recv(c, c->note, 8);
+        else
+                post_ctl_recv(c);
+        post_send(c, NULL, 0);          /* ready */
+        for (uint64_t i = 0; i < n; i++) {
+                if (block) {
+                        wait_recv(c, true);
                         if (i + 1 < n)
-                                post_recv(c, dst(c), size);
+                                post_recv(c, c->note, 8);
                         else
-                                post_recv(c, c->ctl_rx, sizeof(*c->ctl_rx));
-                        post_send(c, src(c), size);
-                        reap_requests(c);
+                                post_ctl_recv(c);
+                        post_rdma(c, true, size);
+                        post_send(c, NULL, 0);
+                } else {
+                        wait_byte(c, size, seq_byte(i));
+                        src(c)[size - 1] = seq_byte(i);
+                        post_rdma(c, true, size);
                 }
+                reap_requests(c);
+                if (c->req_out + 2 >= (unsigned)c->max_req)
+                        requests_down_to(c, 0);
+        }
+}
+
+/* Receives for one batch of Sends: as many as the window allows. */
+static uint64_t post_batch_recvs(struct db_conn *c, size_t size, uint64_t ops, uint64_t rwin)
+{
+        uint64_t n = ops < rwin ? ops : rwin;
+
+        for (uint64_t k = 0; k < n; k++)
+                post_recv(c, dst(c), size);
+        return n;
+}
+
+/* bw: for Sends (ops per batch) the receives, for RDMA only the client's
+ * "done"; after each batch the answer that it arrived. */
+static void serve_bw(struct db_conn *c, const struct db_ctl *ctl)
+{
+        uint64_t ops = ctl->test == DB_T_SEND_BW ? ctl->ops : 0, n = ctl->count;
+        uint64_t rwin = 2 * (uint64_t)ctl->window, posted = 0;
+        size_t size = ctl->size;
+
+        if (rwin + 2 > (uint64_t)c->max_rcv)
+                rwin = (uint64_t)c->max_rcv - 2;
+        if (n == 0)
+                post_ctl_recv(c);
+        else if (ops > 0)
+                posted = post_batch_recvs(c, size, ops, rwin);
+        else
+                post_recv(c, c->note, 8);
+        post_send(c, NULL, 0);          /* ready */
+        for (uint64_t b = 0; b < n; b++) {
+                for (uint64_t got = 0; got < ops; got++) {
+                        wait_recv(c, false);
+                        if (posted < ops) {
+                                post_recv(c, dst(c), size);
+                                posted++;
+                        }
+                }
+                if (ops == 0)
+                        wait_recv(c, false);
+                if (b + 1 == n)
+                        post_ctl_recv(c);
+                else if (ops > 0)
+                        posted = post_batch_recvs(c, size, ops, rwin);
+                else
+                        post_recv(c, c->note, 8);
+                post_send(c, NULL, 0);  /* the batch arrived */
+                reap_requests(c);
+        }
+}
+
+static void serve_phase(struct db_conn *c, const struct db_ctl *ctl)
+{
+        if (ctl->size == 0 || ctl->size > c->half)
+                bench_die("datbench: the client asked for %llu bytes, registered %zu\n",
+                          (unsigned long long)ctl->size, c->half);
+        switch (ctl->test) {
+        case DB_T_SEND_LAT:
+                serve_send_lat(c, ctl->size, ctl->block, ctl->count);
                 break;
         case DB_T_WRITE_LAT:
-                dst(c)[size - 1] = 0;
-                if (block && n > 0)
-                        post_recv(c, c->note, 8);
-                else
-                        post_recv(c, c->ctl_rx, sizeof(*c->ctl_rx));
-                post_send(c, NULL, 0);          /* ready */
-                for (uint64_t i = 0; i < n; i++) {
-                        if (block) {
-                                wait_recv(c, true);
-                                if (i + 1 < n)
-                                        post_recv(c, c->note, 8);
-                                else
-                                        post_recv(c, c->ctl_rx, sizeof(*c->ctl_rx));
-                                post_rdma(c, true, size);
-                                post_send(c, NULL, 0);
-                        } else {
-                                wait_byte(c, size, seq_byte(i));
-                                src(c)[size - 1] = seq_byte(i);
-                                post_rdma(c, true, size);
-                        }
-                        reap_requests(c);
-                        if (c->req_out + 2 >= (unsigned)c->max_req)
-                                requests_down_to(c, 0);
-                }
+                serve_write_lat(c, ctl->size, ctl->block, ctl->count);
                 break;
         case DB_T_WRITE_BW:
         case DB_T_READ_BW:
-        case DB_T_SEND_BW: {
-                uint64_t ops = ctl->test == DB_T_SEND_BW ? ctl->ops : 0;
-                uint64_t rwin = 2 * (uint64_t)ctl->window;
-
-                if (rwin + 2 > (uint64_t)c->max_rcv)
-                        rwin = (uint64_t)c->max_rcv - 2;
-                /* Receives for the first batch (Sends), or for its "done". */
-                for (uint64_t k = 0; n > 0 && k < (ops < rwin ? ops : rwin); k++)
-                        post_recv(c, dst(c), size);
-                if (n == 0)
-                        post_recv(c, c->ctl_rx, sizeof(*c->ctl_rx));
-                else if (ops == 0)
-                        post_recv(c, c->note, 8);
-                post_send(c, NULL, 0);          /* ready */
-                for (uint64_t b = 0; b < n; b++) {
-                        if (ops > 0) {
-                                uint64_t posted = ops < rwin ? ops : rwin;
-
-                                for (uint64_t got = 0; got < ops; got++) {
-                                        wait_recv(c, false);
-                                        if (posted < ops) {
-                                                post_recv(c, dst(c), size);
-                                                posted++;
-                                        }
-                                }
-                                if (b + 1 < n)
-                                        for (uint64_t k = 0; k < (ops < rwin ? ops : rwin); k++)
-                                                post_recv(c, dst(c), size);
-                        } else {
-                                wait_recv(c, false);
-                                if (b + 1 < n)
-                                        post_recv(c, c->note, 8);
-                        }
-                        if (b + 1 == n)
-                                post_recv(c, c->ctl_rx, sizeof(*c->ctl_rx));
-                        post_send(c, NULL, 0);  /* the batch arrived */
-                        reap_requests(c);
-                }
+        case DB_T_SEND_BW:
+                serve_bw(c, ctl);
                 break;
-        }
         default:
                 bench_die("datbench: unknown test %u from the client\n", ctl->test);
         }
@@ -445,7 +467,7 @@ static void serve_one(const struct db_opts *o, struct db_ia *d, int ready_fd)
                           (unsigned long long)c.remote_len);
         mem_setup(&c, c.remote_len / 2);
         ep_setup(&c, 1024);
-        post_recv(&c, c.ctl_rx, sizeof(*c.ctl_rx));
+        post_ctl_recv(&c);
         pd_fill(&c, &pd, c.mem_len);
         DB_CHECK(dat_cr_accept(cr, c.ep, sizeof(pd), &pd));
         ev = db_wait_event(d->cm_evd);

@@ -34,7 +34,7 @@ tests_datctl_test_datctl_list_LDADD = $(CRITERION_LIBS) $(SYSTEMD_LIBS) $(JANSSO
 tests_datctl_test_datctl_SOURCES = tests/datctl/test-datctl.c \
 	tests/datctl/datctl-run.c tests/datctl/datctl-run.h
 tests_datctl_test_datctl_CFLAGS = $(datctl_test_cflags)
-tests_datctl_test_datctl_LDADD = tests/libharness.la proto/libdatp.la \
+tests_datctl_test_datctl_LDADD = tests/libharness.la proto/libdatp.la libdat/libdat2.la \
 	$(CRITERION_LIBS) $(JANSSON_LIBS)
 
 tests_datctl_test_datctl_peer_SOURCES = tests/datctl/test-datctl-peer.c \

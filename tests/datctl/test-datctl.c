@@ -5,6 +5,7 @@
 #include <config.h>
 
 #include <criterion/criterion.h>
+#include <dat2/udat.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -773,6 +774,124 @@ Test(datctl, json_empty_lists_are_exact)
         cr_assert_eq(json_array_size(listeners), 0);
         connections = datctl_run_json_exact(address, "connection", "list", NULL);
         cr_assert_eq(json_array_size(connections), 0);
+}
+
+/* ---- connection list with a real connection -------------------------------------- */
+
+#define CONN_QUAL 4242
+#define CONN_WAIT_US (10 * 1000 * 1000)
+
+/* In a child: one IA of the test datd, a PSP, and an EP connected to it
+ * from the same IA (both ends in this process); says 'R' on ready_fd, or
+ * 'F' and why, then waits to be killed. */
+static int hold_a_connection(const char *ia_name, int ready_fd)
+{
+        DAT_IA_HANDLE ia;
+        DAT_EVD_HANDLE async = DAT_HANDLE_NULL, evd;
+        DAT_PZ_HANDLE pz;
+        DAT_PSP_HANDLE psp;
+        DAT_EP_HANDLE active, passive;
+        DAT_IA_ATTR attr;
+        DAT_EVENT ev;
+        DAT_COUNT n;
+        unsigned established = 0;
+
+        if (dat_ia_open((DAT_NAME_PTR)ia_name, 16, &async, &ia) || dat_pz_create(ia, &pz) ||
+            dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG | DAT_EVD_CONNECTION_FLAG, &evd) ||
+            dat_ia_query(ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &attr, 0, NULL) ||
+            dat_psp_create(ia, CONN_QUAL, evd, DAT_PSP_CONSUMER_FLAG, &psp) ||
+            dat_ep_create(ia, pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL, evd, NULL, &active) ||
+            dat_ep_create(ia, pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL, evd, NULL, &passive) ||
+            dat_ep_connect(active, attr.ia_address_ptr, CONN_QUAL, CONN_WAIT_US, 0, NULL,
+                           DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG))
+                return dprintf(ready_fd, "Fsetting up"), 1;
+        while (established < 2) {
+                if (dat_evd_wait(evd, CONN_WAIT_US, 1, &ev, &n))
+                        return dprintf(ready_fd, "Fno event"), 1;
+                if (ev.event_number == DAT_CONNECTION_REQUEST_EVENT) {
+                        if (dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, passive, 0,
+                                          NULL))
+                                return dprintf(ready_fd, "Faccept"), 1;
+                } else if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED) {
+                        established++;
+                } else {
+                        return dprintf(ready_fd, "Fevent 0x%x", ev.event_number), 1;
+                }
+        }
+        (void)!write(ready_fd, "R", 1);
+        pause();
+        return 0;
+}
+
+static void start_connection_holder(const char *ia_name)
+{
+        char answer[128] = "";
+        struct pollfd p;
+        int ready[2];
+        ssize_t n;
+
+        cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+        datd_export_env(&datd);
+        probe_pid = fork();
+        cr_assert_geq(probe_pid, 0);
+        if (probe_pid == 0) {
+                close(ready[0]);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                _exit(hold_a_connection(ia_name, ready[1]));
+        }
+        close(ready[1]);
+        p = (struct pollfd) { .fd = ready[0], .events = POLLIN };
+        cr_assert_eq(poll(&p, 1, PROBE_READY_TIMEOUT_MS * 2), 1, "the connection was not made");
+        n = read(ready[0], answer, sizeof(answer) - 1);
+        close(ready[0]);
+        cr_assert_gt(n, 0);
+        answer[n] = '\0';
+        cr_assert_eq(answer[0], 'R', "the connection failed: %s (datd log: %s)", answer + 1,
+                     datd.log_path);
+}
+
+/* datctl(8), connection list: both ends of a same-host connection, with the
+ * size of the shm data channel's region datd holds (DBUS-API.md,
+ * ListConnections(): shm_bytes), in the table and in JSON. */
+Test(datctl, connection_list_shows_both_ends_and_the_shm_region)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_free_ char *out = NULL, *header = NULL;
+        _cleanup_(json_decrefp) json_t *conns = NULL;
+        size_t i;
+        json_t *c;
+
+        start_connection_holder("datd-shm");
+        out = datctl_run_ok(address, "connection", "list", NULL);
+        header = line_with(out, "OWNER");
+        cr_assert_not_null(strstr(header, " RECEIVED    SHM ID"), "%s", out);
+        cr_assert_not_null(strstr(out, "\n\n2 connections listed.\n"), "%s", out);
+        conns = datctl_run_json_exact(address, "connection", "list", NULL);
+        cr_assert_eq(json_array_size(conns), 2);
+        json_array_foreach(conns, i, c) {
+                json_t *shm = json_object_get(c, "shm_bytes");
+
+                assert_json_string(c, "state", "ESTABLISHED");
+                assert_json_integer(c, "pid", probe_pid);
+                cr_assert(json_is_integer(shm), "no shm_bytes");
+                cr_assert_gt(json_integer_value(shm), 0, "an shm connection without a region");
+        }
+}
+
+/* The same over the tcp IA: no shm region, a dash in the table and 0 in JSON. */
+Test(datctl, connection_list_shows_no_shm_region_for_tcp)
+{
+        _cleanup_free_ char *address = address_arg();
+        _cleanup_free_ char *out = NULL, *line = NULL;
+        _cleanup_(json_decrefp) json_t *conns = NULL;
+
+        start_connection_holder("datd-tcp");
+        out = datctl_run_ok(address, "connection", "list", NULL);
+        line = line_with(out, " active ");
+        cr_assert_not_null(strstr(line, "0B   - "), "%s", out);
+        conns = datctl_run_json_exact(address, "connection", "list", NULL);
+        cr_assert_eq(json_array_size(conns), 2);
+        assert_json_integer(json_array_get(conns, 0), "shm_bytes", 0);
 }
 
 /* ---- options ------------------------------------------------------------------- */
