@@ -211,9 +211,12 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
         *finish = dto_needs_finish(d);
         if (*finish)
                 __atomic_add_fetch(&d->users, 1, __ATOMIC_ACQ_REL);
-        /* An acknowledgement left owed must not wait for a thread that
-         * sleeps without a timeout. */
-        if (!wait_for_lock && d->state == DTO_RUNNING && d->ack_owed != d->ack_sent &&
+        /* An acknowledgement left owed, or a frame left half written (a
+         * request a completed Read let through its fence, on a full
+         * socket), must not wait for a thread that sleeps without a
+         * timeout and without watching for room. */
+        if (!wait_for_lock && d->state == DTO_RUNNING &&
+            (d->ack_owed != d->ack_sent || dto_tx_pending(d)) &&
             __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED))
                 dto_ia_kick(d->ia);
         pthread_mutex_unlock(&d->lock);

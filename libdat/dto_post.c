@@ -313,7 +313,7 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         struct dto_recv *r;
         struct dto_ep *d;
         DAT_RETURN ret;
-        bool finish;
+        bool finish, kick;
 
         if (!ep)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
@@ -347,7 +347,10 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                         dto_progress_locked(d, &b);
         }
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
+        kick = d->state == DTO_RUNNING && (dto_tx_pending(d) || d->ack_owed != d->ack_sent);
         pthread_mutex_unlock(&d->lock);
+        if (kick)
+                dto_ia_kick(d->ia);
         if (ep->soft_hw_armed || ep->hard_hw_armed)
                 ep_check_watermarks(ep);
         if (finish)
