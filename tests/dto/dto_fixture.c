@@ -927,6 +927,7 @@ void dto_run(const struct dto_config *cfg, dto_role_fn server, dto_role_fn clien
         dto_role_fn fns[2] = { server, client };
         int sp[2], report[2][2], status[2];
         char msg[2][1100];
+        bool told[2];
 
         cr_assert_leq(c.n_eps, DTO_MAX_EPS);
         cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
@@ -954,8 +955,12 @@ void dto_run(const struct dto_config *cfg, dto_role_fn server, dto_role_fn clien
         /* The side that failed first names the cause (the other usually only
          * saw it go, or was killed for it before its status was taken). */
         for (unsigned i = 0; i < 2; i++)
-                if (status[i] != 0 && msg[i][0] && strcmp(msg[i], DTO_DIED_ON_PURPOSE) != 0 &&
-                    !strstr(msg[i], "peer process is gone"))
+                told[i] = status[i] != 0 && msg[i][0] && strcmp(msg[i], DTO_DIED_ON_PURPOSE) != 0 &&
+                          !strstr(msg[i], "peer process is gone");
+        if (told[0] && told[1]) /* which came first is not known here: both */
+                cr_assert_fail("server failed: %s\n  client failed: %s", msg[0], msg[1]);
+        for (unsigned i = 0; i < 2; i++)
+                if (told[i])
                         cr_assert_fail("%s failed: %s", names[i], msg[i]);
         for (unsigned i = 0; i < 2; i++)
                 if (status[i] != 0 && status[i] != -1)
