@@ -72,6 +72,9 @@ Manager *cm_link_manager(const CmLink *l)
         return l->manager;
 }
 
+/* Incoming sockets on the CM port not identified yet, per max_cm_links. */
+#define CM_UNIDENTIFIED_PER_LINK 16u
+
 bool cm_link_is_up(const CmLink *l)
 {
         return l->up;
@@ -95,7 +98,10 @@ static void link_release(CmLink *l, bool lost)
         bool was_up = l->up;
 
         LIST_REMOVE(links, m->cm_links, l);
-        m->n_cm_links--;
+        if (l->outgoing || l->up)
+                m->n_cm_links--;
+        else
+                m->n_cm_unidentified--;
         sd_event_source_disable_unref(l->io);
         l->io = NULL;
         /* conn.c drops every connection over the link; it may not send on it. */
@@ -274,6 +280,7 @@ static bool addr_from_wire(const struct cm_addr *in, struct cm_addr *out)
 /* One whole message in l->rbuf: false if it breaks the protocol. */
 static bool link_dispatch(CmLink *l, const char **why)
 {
+        Manager *m = l->manager;
         const struct cm_header *h = (const struct cm_header *) l->rbuf;
         uint16_t type = ntohs(h->type);
         struct cm_conn c;
@@ -301,6 +308,16 @@ static bool link_dispatch(CmLink *l, const char **why)
                         if (*p < 0x20 || *p > 0x7e)
                                 *p = '?';
                 memcpy(l->host_id, hello->host_id, sizeof(l->host_id));
+                if (!l->outgoing) {
+                        if (m->n_cm_links >= m->config->limits.max_cm_links) {
+                                log_warning("Refusing a CM link: max_cm_links (%" PRIu32
+                                            ") reached.", m->config->limits.max_cm_links);
+                                *why = "max_cm_links reached";
+                                return false;
+                        }
+                        m->n_cm_unidentified--;
+                        m->n_cm_links++;
+                }
                 l->up = true;
                 if (!l->hello_sent)
                         send_hello(l);
@@ -442,7 +459,13 @@ static CmLink *link_new(Manager *m, int fd, bool outgoing, const struct sockaddr
                 return NULL;
         }
         LIST_PREPEND(links, m->cm_links, l);
-        m->n_cm_links++;
+        /* An incoming socket is a link only once its HELLO came; until then
+         * (a data connection being handed over, most of the time) it counts
+         * against its own bound. */
+        if (outgoing)
+                m->n_cm_links++;
+        else
+                m->n_cm_unidentified++;
         /* An incoming connection may be a data connection (DATA first), whose
          * bytes after DATA belong to the processes: it hears nothing from us.
          * A link answers the peer's HELLO. */
@@ -498,9 +521,11 @@ static int cm_on_accept(sd_event_source *s, int fd, uint32_t revents, void *user
 
         if (cfd < 0)
                 return 0;
-        if (m->n_cm_links >= m->config->limits.max_cm_links) {
-                log_warning("Refusing a CM link: max_cm_links (%" PRIu32 ") reached.",
-                            m->config->limits.max_cm_links);
+        /* Sockets not identified yet: data connections of the connections
+         * being set up (bounded by a timeout too), or links before HELLO. */
+        if (m->n_cm_unidentified >= CM_UNIDENTIFIED_PER_LINK * m->config->limits.max_cm_links) {
+                log_warning("Refusing a connection on the CM port: %" PRIu32
+                            " not identified yet (16 x max_cm_links).", m->n_cm_unidentified);
                 close(cfd);
                 return 0;
         }

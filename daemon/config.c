@@ -363,7 +363,7 @@ static const ConfigKey limit_keys[] = {
         LIMIT(max_clients, 1, 65536, 1024),
         LIMIT(max_clients_per_uid, 1, 65536, 256),
         LIMIT(max_ias_per_client, 1, 1024, 16),
-        LIMIT(max_pending_replies, 1, 4096, 64),
+        LIMIT(max_pending_replies, 1, 65536, 1024),
         LIMIT(max_protocol_errors, 1, 1000, 8),
         LIMIT(max_bus_connections, 1, 1024, 64),
         LIMIT(max_eps, 1, 1u << 20, 4096),

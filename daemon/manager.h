@@ -43,6 +43,7 @@ typedef struct Manager {
         sd_event_source *cm_tick;
         struct CmLink *cm_links;
         uint32_t n_cm_links;
+        uint32_t n_cm_unidentified;     /* incoming sockets before HELLO or DATA (cm.c) */
         sd_id128_t host_id;          /* random per run, sent in the CM HELLO */
 
         /* The protocol socket libdat connects to. */

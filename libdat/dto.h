@@ -27,17 +27,19 @@
  *   local_iov with segments (DAT_INVALID_PARAMETER); completion flags
  *   unknown or UNSIGNALLED without the EP's configuration
  *   (DAT_INVALID_PARAMETER); queue full (DAT_INSUFFICIENT_RESOURCES); an
- *   lmr_context no LMR of this IA has, or whose LMR lacks the local
- *   privilege (DAT_PRIVILEGES_VIOLATION); an LMR of another PZ than the
+ *   lmr_context no LMR of this IA has, or, for a receive or an RDMA Read's
+ *   destination, whose LMR lacks local write (DAT_PRIVILEGES_VIOLATION;
+ *   local read is always granted, as on every RDMA NIC, so that DAPL's own
+ *   programs, which send from LOCAL_WRITE-only LMRs, run); an LMR of another PZ than the
  *   EP's (DAT_PROTECTION_VIOLATION); a segment outside its LMR
  *   (DAT_INVALID_PARAMETER, ARG3); an RDMA Read whose local buffer is
  *   smaller than the remote segment, an RDMA Write whose remote segment is
  *   smaller than the local data (DAT_LENGTH_ERROR).
  * - On a Disconnected EP a Send, RDMA or RMR bind is accepted and
  *   completes DAT_DTO_ERR_FLUSHED at once, as a receive does.
- * - Error completions: a Send longer than the transport's
- *   max_message_size, or an RDMA beyond max_rdma_size:
- *   DAT_DTO_ERR_LOCAL_LENGTH; a message longer than the receive buffer:
+ * - Error completions: a Send longer than the EP's max_message_size, or
+ *   an RDMA beyond its max_rdma_size (0 in either: the transport's, as
+ *   DAPL programs leave them): DAT_DTO_ERR_LOCAL_LENGTH; a message longer than the receive buffer:
  *   the Receive DAT_DTO_ERR_LOCAL_LENGTH, the Send
  *   DAT_DTO_ERR_REMOTE_RESPONDER; a receive whose LMR went away before the
  *   message came: DAT_DTO_ERR_LOCAL_PROTECTION (the Send

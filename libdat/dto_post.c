@@ -178,6 +178,19 @@ static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, u
         return DAT_SUCCESS;
 }
 
+/* The EP's max_message_size or max_rdma_size; 0 (what programs written
+ * for DAPL leave there: its providers never enforce it) is the
+ * transport's. */
+static uint64_t ep_max_size(const struct ep *ep, bool message)
+{
+        const struct transport_caps *caps = ep_ia(ep)->caps;
+        DAT_SEG_LENGTH v = message ? ep->attr.max_message_size : ep->attr.max_rdma_size;
+
+        if (v == 0)
+                return message ? caps->max_message_size : caps->max_rdma_size;
+        return v;
+}
+
 static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *a)
 {
         struct ep *ep = ep_lookup(ep_handle);
@@ -193,10 +206,14 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
         ret = check_request(ep, a);
         if (ret != DAT_SUCCESS)
                 return ret;
+        /* Local read is always granted, as on every RDMA NIC (verbs have
+         * no local-read access flag): DAPL's own programs send from LMRs
+         * registered DAT_MEM_PRIV_LOCAL_WRITE_FLAG only.  What lands in
+         * local memory needs local write. */
         ret = check_segments(ep, a->n, a->iov,
                              a->kind == DTO_REQ_READ || a->kind == DTO_REQ_ATOMIC
                                      ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
-                                     : DAT_MEM_PRIV_LOCAL_READ_FLAG,
+                                     : DAT_MEM_PRIV_NONE_FLAG,
                              &total, &outside);
         /* dat_ep_post_send(3DAT): DAT_INVALID_PARAMETER, "one of the IOV
          * segments pointed to a memory outside its LMR". */
@@ -209,8 +226,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
                 return ret;
         /* The EP's limits (dat_ep_create(3DAT) attributes), within the
          * transport's. */
-        if (length > (uint64_t)(a->kind == DTO_REQ_SEND ? ep->attr.max_message_size
-                                                        : ep->attr.max_rdma_size))
+        if (length > ep_max_size(ep, a->kind == DTO_REQ_SEND))
                 local = DAT_DTO_ERR_LOCAL_LENGTH;
         d = dto_ep_get(ep);
         if (!d)

@@ -92,8 +92,8 @@ static DAT_RETURN post_cmp_and_swap(DAT_HANDLE ep, va_list ap)
 {
         struct dto_ext_post p = { .kind = DTO_EXT_CMP_SWAP };
 
-        p.compare = va_arg(ap, DAT_UINT64);
         p.value = va_arg(ap, DAT_UINT64);
+        p.compare = va_arg(ap, DAT_UINT64);
         return post_atomic(ep, &p, ap, (struct ext_args_pos){ .local = 4, .remote = 6 });
 }
 

@@ -26,7 +26,7 @@ void dto_ext_event(DAT_EVENT *event, enum dto_ext_kind kind, bool receive, uint3
                 if (receive) {
                         /* The target's receive, consumed by the Write. */
                         dto->operation = (DAT_DTOS)DAT_IB_DTO_RECV_IMMED;
-                        ext.type = DAT_IB_RDMA_WRITE_IMMED_DATA;
+                        ext.type = DAT_IB_RECV_IMMED_DATA;
                         ext.val.immed.data = immed;
                 } else {
                         dto->operation = (DAT_DTOS)DAT_IB_DTO_RDMA_WRITE_IMMED;
