@@ -252,3 +252,53 @@ Test(DTO_SUITE(srq), srq_post_refusals)
 
         dto_run(&cfg, srq_refusals_server, one_send_client, NULL);
 }
+
+/* ---- low watermark ---------------------------------------------------------------- */
+
+#define LW_BUFFERS 6
+#define LW_MARK 3
+
+static void lw_server(struct dto_side *s, void *arg)
+{
+        DAT_EVENT ev;
+
+        (void)arg;
+        for (unsigned k = 0; k < LW_BUFFERS; k++)
+                srq_post(s, k * SLOT, SLOT, 100 + k);
+        DTO_ASSERT_EQ(dat_srq_set_lw(s->srq, LW_MARK), DAT_SUCCESS);
+        dto_barrier(s);
+        /* Messages taking buffers leave 5, 4, 3 (not below the mark), then
+         * 2 (below): one event, not one per message. */
+        for (unsigned n = 0; n < LW_BUFFERS - LW_MARK + 1; n++) {
+                ev = dto_wait_event(s->recv_evd);
+                DTO_ASSERT_EQ(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+        }
+        ev = dto_wait_event(s->async_evd);
+        DTO_ASSERT_EQ(ev.event_number, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR);
+        DTO_ASSERT_EQ(ev.event_data.asynch_error_event_data.dat_handle, s->srq);
+        DTO_ASSERT_EQ(ev.event_data.asynch_error_event_data.reason, DAT_SRQ_LOW_WATERMARK_EVENT);
+        dto_expect_empty(s->async_evd);
+        dto_barrier(s);
+}
+
+static void lw_client(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        dto_barrier(s);
+        for (unsigned n = 0; n < LW_BUFFERS - LW_MARK + 1; n++)
+                dto_send_wait(s, s->ep[0], (DAT_LMR_TRIPLET[]){ dto_iov(&s->mem, 0, 64) }, 1,
+                              n + 1);
+        dto_barrier(s);
+}
+
+/* dat_srq_set_lw(3DAT): once fewer buffers than the low watermark are left
+ * on the SRQ the Consumer gets one asynchronous event (here
+ * DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR naming the SRQ with reason
+ * DAT_SRQ_LOW_WATERMARK_EVENT: DAT 2.0 has no event number of its own),
+ * fired by the arrivals that take the buffers. */
+Test(DTO_SUITE(srq), arrivals_below_the_low_watermark_fire_one_event)
+{
+        struct dto_config cfg = { .srq = true };
+
+        dto_run(&cfg, lw_server, lw_client, NULL);
+}
