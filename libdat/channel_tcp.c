@@ -136,6 +136,20 @@ static const struct channel_ops tcp_ops = {
         .destroy = tcp_destroy,
 };
 
+/* $DATD_TCP_SOCKBUF bytes of socket buffer each way, for tests that make
+ * every frame go in pieces (the kernel's own sizing otherwise). */
+static void set_buffer_sizes(int fd)
+{
+        const char *e = getenv("DATD_TCP_SOCKBUF");
+        long v = e ? strtol(e, NULL, 10) : 0;
+        int n = (int)v;
+
+        if (v <= 0 || v > (1 << 30))
+                return;
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof(n));
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof(n));
+}
+
 int channel_tcp_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
                        struct channel **out)
 {
@@ -156,6 +170,7 @@ int channel_tcp_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
         }
         /* Latency first: a DTO frame goes out when it is posted. */
         (void)setsockopt(fds[0], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        set_buffer_sizes(fds[0]);
         flags = fcntl(fds[0], F_GETFL);
         if (flags >= 0)
                 (void)fcntl(fds[0], F_SETFL, flags | O_NONBLOCK);

@@ -43,9 +43,9 @@
 #include "libdat/dto.h"
 #include "libdat/handle.h"
 
-/* The positions of the local and remote buffer and of the flags in the
- * macro call of each post; the engine names the local iov ARG3 and the
- * remote one ARG5 (dat_ep_post_rdma_write's positions). */
+/* The positions of the local and the remote buffer in an atomic's macro
+ * call (the flags follow the remote buffer); the engine names the local
+ * iov ARG3 and the remote one ARG5, dat_ep_post_rdma_write's positions. */
 struct ext_args_pos {
         int local, remote;
 };
@@ -92,8 +92,8 @@ static DAT_RETURN post_cmp_and_swap(DAT_HANDLE ep, va_list ap)
 {
         struct dto_ext_post p = { .kind = DTO_EXT_CMP_SWAP };
 
-        p.value = va_arg(ap, DAT_UINT64);
         p.compare = va_arg(ap, DAT_UINT64);
+        p.value = va_arg(ap, DAT_UINT64);
         return post_atomic(ep, &p, ap, (struct ext_args_pos){ .local = 4, .remote = 6 });
 }
 

@@ -106,7 +106,7 @@ static void fill_ia_attr(const struct ia *ia, DAT_IA_ATTR *a)
         a->max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
         /* Zero-based LMR addressing (DAT_VA_TYPE_ZB) is not offered. */
         a->zb_supported = DAT_FALSE;
-        a->extension_supported = DAT_EXTENSION_NONE;
+        a->extension_supported = DAT_EXTENSION_IB;
         a->extension_version = DAT_IB_EXTENSION_VERSION;
         a->num_transport_attr = IA_N_TRANSPORT_ATTR;
         a->transport_attr = (DAT_NAMED_ATTR *)ia->transport_attr;

@@ -276,7 +276,7 @@ static DAT_RETURN lmr_register(struct lmr *lmr, struct ia *ia)
         }
         lmr->lmr_context = mem_ctx_publish(lmr->ctx_slot, MEM_CTX_LOCAL);
         /* dat_lmr_create(3DAT): no rmr_context without remote privileges */
-        if ((unsigned)lmr->privileges & (DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG))
+        if ((unsigned)lmr->privileges & MEM_PRIV_REMOTE)
                 lmr->rmr_context = mem_ctx_publish(lmr->ctx_slot, MEM_CTX_REMOTE);
         return DAT_SUCCESS;
 }

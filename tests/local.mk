@@ -25,3 +25,4 @@ include tests/conn/local.mk
 include tests/shm/local.mk
 include tests/dto/local.mk
 include tests/dapl2/local.mk
+include tests/ext/local.mk

@@ -357,12 +357,16 @@ DAT_DTO_COMPLETION_EVENT_DATA dto_expect_recv(struct dto_side *s, DAT_EP_HANDLE 
 
 /* ---- per-transport suites ------------------------------------------------- */
 
+#define DTO_STR_(x) #x
+#define DTO_STR(x) DTO_STR_(x)
 #define DTO_CAT_(a, b) a##_##b
 #define DTO_CAT(a, b) DTO_CAT_(a, b)
 
 #ifdef DTO_TRANSPORT
 #if DTO_TRANSPORT == DTO_SHM
 #define DTO_TRANSPORT_SUFFIX shm
+#elif DTO_TRANSPORT == DTO_TCP_LOCAL && defined(DTO_TCP_SOCKBUF)
+#define DTO_TRANSPORT_SUFFIX tcpsmall
 #elif DTO_TRANSPORT == DTO_TCP_LOCAL
 #define DTO_TRANSPORT_SUFFIX tcp
 #elif DTO_TRANSPORT == DTO_TCP_NETNS
@@ -376,6 +380,12 @@ DAT_DTO_COMPLETION_EVENT_DATA dto_expect_recv(struct dto_side *s, DAT_EP_HANDLE 
 
 static inline void dto_suite_init(void)
 {
+#ifdef DTO_TCP_SOCKBUF
+        /* Issue 6: the same bodies over sockets whose buffers hold a few
+         * KiB, so that every frame goes in pieces (partial reads and
+         * writes, back-pressure); libdat's tcp channel honours this. */
+        setenv("DATD_TCP_SOCKBUF", DTO_STR(DTO_TCP_SOCKBUF), 1);
+#endif
         dto_setup(DTO_TRANSPORT);
 }
 

@@ -129,6 +129,18 @@ tests_dto_test_dto_users_netns_LDADD = $(dto_fault_ldadd)
 # ---- end of the errors/teardown/stress/users block ----
 
 # ---- other engineers' test programs: above this line ----
+# Issue 6: the send and RDMA bodies again over tcp sockets with 16 KiB buffers
+# (every frame in pieces: partial reads and writes, back-pressure).
+dto_tcpsmall_cflags = $(dto_tcp_cflags) -DDTO_TCP_SOCKBUF=16384
+dto_tests += tests/dto/test_dto_send_tcpsmall tests/dto/test_dto_rdma_tcpsmall
+tests_dto_test_dto_send_tcpsmall_SOURCES = tests/dto/test_dto_send.c
+tests_dto_test_dto_send_tcpsmall_CFLAGS = $(dto_tcpsmall_cflags)
+tests_dto_test_dto_send_tcpsmall_LDADD = $(dto_test_ldadd)
+tests_dto_test_dto_rdma_tcpsmall_SOURCES = tests/dto/test_dto_rdma.c
+tests_dto_test_dto_rdma_tcpsmall_CFLAGS = $(dto_tcpsmall_cflags)
+tests_dto_test_dto_rdma_tcpsmall_LDADD = $(dto_test_ldadd)
+
 check_PROGRAMS += $(dto_tests)
 TESTS += $(dto_tests)
 endif
+

@@ -89,8 +89,9 @@ Test(evd, create_refuses_extension_flags_as_an_unsupported_model)
         DAT_EVD_HANDLE evd;
 
         /* dat_evd_create(3DAT): DAT_MODEL_NOT_SUPPORTED for what the
-         * provider does not offer; this one has no extensions. */
-        cr_expect_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, (DAT_EVD_FLAGS)0x200, &evd),
+         * provider does not offer; of the extension flags it offers only
+         * the IB extension's DAT_IB_EVD_EXTENSION_FLAG (0x200). */
+        cr_expect_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, (DAT_EVD_FLAGS)0x400, &evd),
                      ERR(DAT_MODEL_NOT_SUPPORTED, 0));
         cr_expect_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL,
                                     (DAT_EVD_FLAGS)(DAT_EVD_DTO_FLAG | 0x400), &evd),

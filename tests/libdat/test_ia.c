@@ -181,8 +181,9 @@ Test(ia, query_fills_every_ia_attribute_with_true_values)
         cr_expect(a.max_rdma_read_per_ep_in_guaranteed == DAT_TRUE || a.max_rdma_read_per_ep_in_guaranteed == DAT_FALSE);
         cr_expect(a.max_rdma_read_per_ep_out_guaranteed == DAT_TRUE || a.max_rdma_read_per_ep_out_guaranteed == DAT_FALSE);
         cr_expect_eq(a.zb_supported, DAT_FALSE);
-        cr_expect_eq(a.extension_supported, DAT_EXTENSION_NONE);
-        cr_expect_eq(a.extension_version, 0);
+        /* The DAT 2.0 IB extensions (dat_ib_extensions.h, version 209). */
+        cr_expect_eq(a.extension_supported, DAT_EXTENSION_IB);
+        cr_expect_eq(a.extension_version, 209);
         cr_assert_eq(a.num_transport_attr, 3);
         cr_assert_not_null(a.transport_attr);
         cr_expect_str_eq(a.transport_attr[0].name, "DATD_TRANSPORT");
@@ -233,7 +234,9 @@ Test(ia, query_fills_every_provider_attribute_with_true_values)
         cr_expect_eq(p.rmr_scope_supported, DAT_RMR_SCOPE_PZ);
         cr_expect_eq(p.ha_supported, DAT_FALSE);
         cr_expect_eq(p.ha_loadbalancing, DAT_HA_LB_NONE);
-        cr_assert_eq(p.num_provider_specific_attr, 4);
+        /* DATD_* (4), then the IB extension's DAT_IB_FETCH_AND_ADD,
+         * DAT_IB_CMP_AND_SWAP, DAT_IB_IMMED_DATA. */
+        cr_assert_eq(p.num_provider_specific_attr, 7);
         cr_assert_not_null(p.provider_specific_attr);
         cr_expect_str_eq(p.provider_specific_attr[0].name, "DATD_IA");
         cr_expect_str_eq(p.provider_specific_attr[0].value, "shm");

@@ -191,7 +191,8 @@ Test(lmr, privilege_bits_outside_all_flag_are_invalid_arg6)
         char *buf = mem_pages(1, PROT_READ | PROT_WRITE);
         struct mem_lmr l;
 
-        cr_expect_eq(mem_lmr_virtual(f.ia, f.pz, buf, 64, (DAT_MEM_PRIV_FLAGS)0x40, &l), ERR_ARG(6));
+        /* 0x40 is DAT_IB_MEM_PRIV_REMOTE_ATOMIC (the IB extension); 0x80 is no privilege. */
+        cr_expect_eq(mem_lmr_virtual(f.ia, f.pz, buf, 64, (DAT_MEM_PRIV_FLAGS)0x80, &l), ERR_ARG(6));
         cr_expect_eq(mem_lmr_virtual(f.ia, f.pz, buf, 64, (DAT_MEM_PRIV_FLAGS)0x04, &l), ERR_ARG(6));
         cr_expect_eq(mem_lmr_virtual(f.ia, f.pz, buf, 64, DAT_MEM_PRIV_ALL_FLAG, &l), DAT_SUCCESS);
         teardown(f);
