@@ -140,6 +140,12 @@ tests_dto_test_dto_rdma_tcpsmall_SOURCES = tests/dto/test_dto_rdma.c
 tests_dto_test_dto_rdma_tcpsmall_CFLAGS = $(dto_tcpsmall_cflags)
 tests_dto_test_dto_rdma_tcpsmall_LDADD = $(dto_test_ldadd)
 
+# Issue 6: a link cut with DTOs outstanding (network namespaces only).
+dto_tests += tests/dto/test_dto_link_netns
+tests_dto_test_dto_link_netns_SOURCES = tests/dto/test_dto_link.c
+tests_dto_test_dto_link_netns_CFLAGS = $(dto_netns_cflags)
+tests_dto_test_dto_link_netns_LDADD = $(dto_fault_ldadd)
+
 check_PROGRAMS += $(dto_tests)
 TESTS += $(dto_tests)
 endif
