@@ -367,10 +367,11 @@ static void drain_eventfd(int fd)
 
 #define EVENTS_MAX 64
 
-/* After work, the progress thread keeps polling this long before it arms
- * the channels and sleeps: a stream of requests served without the
- * application's help (RDMA to a target that computes) then costs no
- * wake-up per request. */
+/* When work comes in a stream (twice within this long), the progress
+ * thread keeps polling this long after it before it arms the channels and
+ * sleeps: a stream of requests served without the application's help (RDMA
+ * to a target that computes) then costs no wake-up per request, while a
+ * lone event (a connection's first frames) costs no spinning. */
 #define PROGRESS_SPIN_NS 60000u
 
 /* How the progress thread waits this round: *tsp NULL for no bound.
@@ -419,14 +420,15 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
 {
         struct dto_ia *t = &ia->dto;
         struct epoll_event evs[EVENTS_MAX];
-        uint64_t last_work = 0;
+        uint64_t last_work = 0, prev_work = 0;
         bool ok = true;
 
         if (watch(t, datd_fd, EPOLLIN, EV_DATD) < 0 || watch(t, stop_fd, EPOLLIN, EV_STOP_KEY) < 0)
                 return false;
         for (;;) {
                 struct timespec ts, *tsp;
-                bool all = plan_wait(t, last_work, &ts, &tsp), moved = false;
+                bool streaming = last_work && last_work - prev_work < PROGRESS_SPIN_NS;
+                bool all = plan_wait(t, streaming ? last_work : 0, &ts, &tsp), moved = false;
                 int n = epoll_pwait2(t->epfd, evs, EVENTS_MAX, tsp, NULL);
 
                 __atomic_store_n(&t->unarmed, false, __ATOMIC_RELAXED);
@@ -459,8 +461,10 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                  * everyone. */
                 if (all)
                         moved |= poll_all(t, true);
-                if (moved)
+                if (moved) {
+                        prev_work = last_work;
                         last_work = dto_now_ns();
+                }
         }
 out:
         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, datd_fd, NULL);

@@ -368,6 +368,10 @@ static void spin_polling(struct evd *evd, uint32_t seen)
 
         if (dat_word_spin(&evd->wake_seq, seen))
                 return;
+        /* Only completions come from the data paths: an EVD of connection
+         * requests or events would spin for nothing. */
+        if (!(evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG)))
+                return;
         for (unsigned i = 0;; i++) {
                 if (!dto_evd_poll(evd) && i > 0 && (i & 15) == 0) {
                         struct timespec ts;
