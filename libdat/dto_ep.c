@@ -28,6 +28,26 @@ uint64_t dto_now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Replaces an (empty) ring of cap entries of entry_size bytes and its
+ * segments, iov_max per entry. */
+static int realloc_ring(void **ring, size_t entry_size, DAT_LMR_TRIPLET **iov, uint32_t cap,
+                        uint32_t iov_max)
+{
+        void *r = calloc(cap, entry_size);
+        DAT_LMR_TRIPLET *v = calloc((size_t)cap * iov_max, sizeof(*v));
+
+        if (!r || !v) {
+                free(r);
+                free(v);
+                return -ENOMEM;
+        }
+        free(*ring);
+        free(*iov);
+        *ring = r;
+        *iov = v;
+        return 0;
+}
+
 /* Sizes the queues for the EP's current attributes.  Only while they are
  * empty (dat_ep_modify changes the attributes of an EP that has none). */
 static int fit_queues(struct dto_ep *d, const DAT_EP_ATTR *a)
@@ -37,38 +57,16 @@ static int fit_queues(struct dto_ep *d, const DAT_EP_ATTR *a)
         uint32_t recv_cap = (uint32_t)(a->max_recv_dtos > 0 ? a->max_recv_dtos : 1);
         uint32_t recv_iov = (uint32_t)(a->max_recv_iov > 0 ? a->max_recv_iov : 1);
 
-        if (req_cap != d->req_cap || req_iov != d->req_iov_max) {
-                struct dto_req *req = calloc(req_cap, sizeof(*req));
-                DAT_LMR_TRIPLET *iov = calloc((size_t)req_cap * req_iov, sizeof(*iov));
-
-                if (!req || !iov) {
-                        free(req);
-                        free(iov);
-                        return -ENOMEM;
-                }
-                free(d->req);
-                free(d->req_iov);
-                d->req = req;
-                d->req_iov = iov;
-                d->req_cap = req_cap;
-                d->req_iov_max = req_iov;
-        }
-        if (recv_cap != d->recv_cap || recv_iov != d->recv_iov_max) {
-                struct dto_recv *rq = calloc(recv_cap, sizeof(*rq));
-                DAT_LMR_TRIPLET *iov = calloc((size_t)recv_cap * recv_iov, sizeof(*iov));
-
-                if (!rq || !iov) {
-                        free(rq);
-                        free(iov);
-                        return -ENOMEM;
-                }
-                free(d->rq);
-                free(d->rq_iov);
-                d->rq = rq;
-                d->rq_iov = iov;
-                d->recv_cap = recv_cap;
-                d->recv_iov_max = recv_iov;
-        }
+        if ((req_cap != d->req_cap || req_iov != d->req_iov_max) &&
+            realloc_ring((void **)&d->req, sizeof(*d->req), &d->req_iov, req_cap, req_iov) < 0)
+                return -ENOMEM;
+        d->req_cap = req_cap;
+        d->req_iov_max = req_iov;
+        if ((recv_cap != d->recv_cap || recv_iov != d->recv_iov_max) &&
+            realloc_ring((void **)&d->rq, sizeof(*d->rq), &d->rq_iov, recv_cap, recv_iov) < 0)
+                return -ENOMEM;
+        d->recv_cap = recv_cap;
+        d->recv_iov_max = recv_iov;
         return 0;
 }
 

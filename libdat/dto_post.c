@@ -268,16 +268,25 @@ _public_ DAT_RETURN dat_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         return post_request(ep_handle, &a);
 }
 
+static DAT_RETURN post_rdma(DAT_EP_HANDLE ep_handle, uint8_t kind, DAT_COUNT num_segments,
+                            const DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
+                            const DAT_RMR_TRIPLET *remote_iov,
+                            DAT_COMPLETION_FLAGS completion_flags)
+{
+        struct post_args a = { .kind = kind, .n = num_segments, .iov = local_iov,
+                               .cookie = user_cookie, .remote = remote_iov,
+                               .flags = completion_flags, .flags_arg = 6 };
+
+        return post_request(ep_handle, &a);
+}
+
 _public_ DAT_RETURN dat_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
                                            DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
                                            const DAT_RMR_TRIPLET *remote_iov,
                                            DAT_COMPLETION_FLAGS completion_flags)
 {
-        struct post_args a = { .kind = DTO_REQ_WRITE, .n = num_segments, .iov = local_iov,
-                               .cookie = user_cookie, .remote = remote_iov,
-                               .flags = completion_flags, .flags_arg = 6 };
-
-        return post_request(ep_handle, &a);
+        return post_rdma(ep_handle, DTO_REQ_WRITE, num_segments, local_iov, user_cookie,
+                         remote_iov, completion_flags);
 }
 
 _public_ DAT_RETURN dat_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
@@ -285,11 +294,8 @@ _public_ DAT_RETURN dat_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT num
                                           const DAT_RMR_TRIPLET *remote_iov,
                                           DAT_COMPLETION_FLAGS completion_flags)
 {
-        struct post_args a = { .kind = DTO_REQ_READ, .n = num_segments, .iov = local_iov,
-                               .cookie = user_cookie, .remote = remote_iov,
-                               .flags = completion_flags, .flags_arg = 6 };
-
-        return post_request(ep_handle, &a);
+        return post_rdma(ep_handle, DTO_REQ_READ, num_segments, local_iov, user_cookie,
+                         remote_iov, completion_flags);
 }
 
 /* ---- receives -------------------------------------------------------------- */

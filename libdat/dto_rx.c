@@ -199,6 +199,22 @@ static void stall_clear(struct dto_ep *d)
         }
 }
 
+/* The frame being read needs a receive: true once it holds one.  Receiver
+ * not ready: the frame waits, and the stream with it, until a receive is
+ * posted or the receiver-not-ready time runs out. */
+static bool hold_recv(struct dto_ep *d)
+{
+        if (!d->rx_recv_taken && !take_recv(d)) {
+                if (!d->rnr_deadline_ns) {
+                        d->rnr_deadline_ns = dto_now_ns() + dto_rnr_timeout_ns();
+                        __atomic_add_fetch(&d->ia->dto.n_stalled, 1, __ATOMIC_RELAXED);
+                }
+                return false;
+        }
+        stall_clear(d);
+        return true;
+}
+
 static enum action on_send(struct dto_ep *d, struct dto_batch *b)
 {
         struct iovec iov[DTO_MAX_SEGS];
@@ -206,16 +222,8 @@ static enum action on_send(struct dto_ep *d, struct dto_batch *b)
         uint64_t capacity;
         int n;
 
-        if (!d->rx_recv_taken && !take_recv(d)) {
-                /* Receiver not ready: the Send waits, and the stream with
-                 * it, until a receive is posted or the time runs out. */
-                if (!d->rnr_deadline_ns) {
-                        d->rnr_deadline_ns = dto_now_ns() + dto_rnr_timeout_ns();
-                        __atomic_add_fetch(&d->ia->dto.n_stalled, 1, __ATOMIC_RELAXED);
-                }
+        if (!hold_recv(d))
                 return ACT_STALL;
-        }
-        stall_clear(d);
         st = recv_iovecs(d, iov, &n, &capacity);
         if (st == DAT_DTO_SUCCESS && d->rx.len > capacity)
                 /* dat_ep_post_recv(3DAT): a message larger than the buffer */
@@ -308,14 +316,8 @@ static enum action on_write(struct dto_ep *d, struct dto_batch *b)
 
         /* With immediate data the Write consumes a receive, like a Send:
          * receiver not ready the same way. */
-        if ((d->rx.flags & DTO_F_IMM) && !d->rx_recv_taken && !take_recv(d)) {
-                if (!d->rnr_deadline_ns) {
-                        d->rnr_deadline_ns = dto_now_ns() + dto_rnr_timeout_ns();
-                        __atomic_add_fetch(&d->ia->dto.n_stalled, 1, __ATOMIC_RELAXED);
-                }
+        if ((d->rx.flags & DTO_F_IMM) && !hold_recv(d))
                 return ACT_STALL;
-        }
-        stall_clear(d);
         if (!rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &target)) {
                 respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_ERR_REMOTE_ACCESS, 0, 0, NULL);
                 return ACT_NEXT;
