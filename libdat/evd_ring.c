@@ -277,8 +277,14 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                 return DAT_ERR_ARG(2);
         /* Nothing queued: move the IA's data paths along first (the
          * completions a polling consumer waits for come from here). */
-        if (__atomic_load_n(&evd->count, __ATOMIC_RELAXED) == 0)
+        if (__atomic_load_n(&evd->count, __ATOMIC_RELAXED) == 0) {
                 (void)dto_evd_poll(evd);
+                /* Still nothing: a polling consumer's common case costs no
+                 * lock (an event queued meanwhile is taken next time). */
+                if (__atomic_load_n(&evd->count, __ATOMIC_ACQUIRE) == 0 &&
+                    !__atomic_load_n(&evd->waiter, __ATOMIC_RELAXED))
+                        return DAT_ERR(DAT_QUEUE_EMPTY, DAT_NO_SUBTYPE);
+        }
         pthread_spin_lock(&evd->lock);
         if (evd->waiter)
                 /* dat_evd_dequeue(3DAT): a thread blocked in dat_evd_wait owns it */
