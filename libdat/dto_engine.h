@@ -25,6 +25,9 @@
 struct ep;
 struct ia;
 
+/* Bytes a read of the channel takes ahead (dto_rx.c). */
+#define DTO_STASH 512
+
 /* Completions collected under the EP's lock, delivered after. */
 struct dto_batch {
         struct evd_deferred deferred;
@@ -187,6 +190,9 @@ struct dto_ep {
         bool rx_recv_srq;
         DAT_LMR_TRIPLET rx_srq_iov[DTO_MAX_SEGS]; /* an SRQ buffer's segments */
         bool rx_fatal;                  /* the frame is refused: its response ends the connection */
+        /* Bytes read ahead of the frame being parsed (dto_rx.c, rx_read). */
+        uint32_t rx_stash_len, rx_stash_off;
+        unsigned char rx_stash[DTO_STASH];
         bool rx_seq_taken;              /* the request's seq was checked and counted */
         uint32_t read_data_pending;     /* inline RDMA Read data queued, not out yet */
         uint64_t rnr_deadline_ns;       /* a SEND waits for a receive until then, 0: not */
@@ -287,6 +293,10 @@ void dto_tx_bye(struct dto_ep *d);
 /* Reads and serves frames until the channel is empty or a Send waits for a
  * receive.  Returns whether bytes moved. */
 bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b);
+
+/* Bytes were read ahead and wait in the stash: work, whatever the channel
+ * says. */
+bool dto_rx_stashed(const struct dto_ep *d);
 
 /* Completes our Sends and Writes the peer's cumulative acknowledgement
  * covers, in order. */

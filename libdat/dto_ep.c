@@ -281,6 +281,7 @@ static void flush_all(struct dto_ep *d, struct dto_batch *b)
         d->tx_item = DTO_TX_NONE;
         d->rx_state = DTO_RX_HEADER;
         d->rx_have = 0;
+        d->rx_stash_len = d->rx_stash_off = 0;
         if (d->rnr_deadline_ns) {
                 d->rnr_deadline_ns = 0;
                 __atomic_sub_fetch(&d->ia->dto.n_stalled, 1, __ATOMIC_RELAXED);
@@ -486,6 +487,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->tx_item = DTO_TX_NONE;
                 d->rx_state = DTO_RX_HEADER;
                 d->rx_have = 0;
+                d->rx_stash_len = d->rx_stash_off = 0;
                 d->cma_to_peer = d->cma_from_peer = false;
                 dto_tx_hello(d);
         }

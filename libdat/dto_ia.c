@@ -250,7 +250,8 @@ static bool poll_all(struct dto_ia *t, bool wait)
                 struct dto_ep *d = t->slots[i].d;
                 bool f = false;
 
-                if (!d || (!wait && !d->ch->ops->readable(d->ch) && !dto_tx_pending(d) &&
+                if (!d || (!wait && !d->ch->ops->readable(d->ch) && !dto_rx_stashed(d) &&
+                           !dto_tx_pending(d) &&
                             d->rnr_deadline_ns == 0))
                         continue;
                 moved |= step_locked(d, wait, false, &b, &f);
@@ -324,7 +325,8 @@ static int arm_all(struct dto_ia *t)
                                 if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, d->ch->poll_fd, &ev) == 0)
                                         d->poll_events = events;
                         }
-                        if (!d->ch->ops->arm(d->ch, want_room) || d->ack_owed != d->ack_sent)
+                        if (!d->ch->ops->arm(d->ch, want_room) || d->ack_owed != d->ack_sent ||
+                            dto_rx_stashed(d))
                                 work = true;
                         if (d->rnr_deadline_ns && (!next || d->rnr_deadline_ns < next))
                                 next = d->rnr_deadline_ns;
@@ -379,6 +381,30 @@ static void drain_eventfd(int fd)
  * lone event (a connection's first frames) costs no spinning. */
 #define PROGRESS_SPIN_NS 60000u
 
+/* An application thread polls: the progress thread stops watching the
+ * channels (a TCP socket would otherwise wake it for every frame the
+ * application reads anyway, and steal its CPU); arm_all() watches them
+ * again before an armed sleep. */
+static void quiet_all(struct dto_ia *t)
+{
+        pthread_mutex_lock(&t->lock);
+        for (uint32_t i = 0; i < t->n_slots; i++) {
+                struct dto_ep *d = t->slots[i].d;
+                struct epoll_event ev = { .events = 0 };
+
+                if (!d)
+                        continue;
+                pthread_mutex_lock(&d->lock);
+                if (d->state == DTO_RUNNING && d->poll_events != 0) {
+                        ev.data.u64 = slot_key(i, t->slots[i].gen, EV_CHANNEL);
+                        if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, d->ch->poll_fd, &ev) == 0)
+                                d->poll_events = 0;
+                }
+                pthread_mutex_unlock(&d->lock);
+        }
+        pthread_mutex_unlock(&t->lock);
+}
+
 /* How the progress thread waits this round: *tsp NULL for no bound.
  * Spinning (polled: work a moment ago, nobody else polls): a zero wait;
  * an application thread polls: unarmed, until its grace ends; otherwise
@@ -396,6 +422,7 @@ static bool plan_wait(struct dto_ia *t, uint64_t last_work, struct timespec *ts,
                 __atomic_store_n(&t->unarmed, true, __ATOMIC_SEQ_CST);
                 polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
                 if (polled && now - polled < APP_POLL_GRACE_NS) {
+                        quiet_all(t);
                         *ts = (struct timespec){ 0, (long)(APP_POLL_GRACE_NS - (now - polled)) };
                         *tsp = ts;
                         return true;

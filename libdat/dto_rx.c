@@ -594,11 +594,57 @@ static void on_payload_done(struct dto_ep *d, struct dto_batch *b)
         }
 }
 
+/* Reads from the channel into iov (n entries, n <= DTO_MAX_SEGS + 1),
+ * through the stash: what an earlier read took beyond what it needed
+ * comes first, and a read asks the channel for up to DTO_STASH more bytes
+ * than wanted, so that a small frame's header and payload (and often the
+ * next frame) come in one system call on TCP and one ring access on shm.
+ * Returns bytes placed in iov, 0, or -EPIPE. */
+static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
+{
+        struct iovec v[DTO_MAX_SEGS + 2];
+        size_t want = 0, got = 0;
+        ssize_t r;
+
+        if (d->rx_stash_off < d->rx_stash_len) {
+                for (int i = 0; i < n && d->rx_stash_off < d->rx_stash_len; i++) {
+                        size_t k = d->rx_stash_len - d->rx_stash_off;
+
+                        if (k > iov[i].iov_len)
+                                k = iov[i].iov_len;
+                        memcpy(iov[i].iov_base, d->rx_stash + d->rx_stash_off, k);
+                        d->rx_stash_off += (uint32_t)k;
+                        got += k;
+                        if (k < iov[i].iov_len)
+                                break;
+                }
+                return (ssize_t)got;
+        }
+        memcpy(v, iov, (size_t)n * sizeof(*v));
+        for (int i = 0; i < n; i++)
+                want += iov[i].iov_len;
+        v[n] = (struct iovec){ d->rx_stash, sizeof(d->rx_stash) };
+        r = d->ch->ops->readv(d->ch, v, n + 1);
+        if (r <= 0)
+                return r;
+        if ((size_t)r > want) {
+                d->rx_stash_len = (uint32_t)((size_t)r - want);
+                d->rx_stash_off = 0;
+                r = (ssize_t)want;
+        }
+        return r;
+}
+
+bool dto_rx_stashed(const struct dto_ep *d)
+{
+        return d->rx_stash_off < d->rx_stash_len;
+}
+
 /* Reads into the header or segment buffer; false when nothing more came. */
 static bool read_fixed(struct dto_ep *d, void *buf, uint32_t want, bool *moved)
 {
         struct iovec iov = { (char *)buf + d->rx_have, want - d->rx_have };
-        ssize_t n = d->ch->ops->readv(d->ch, &iov, 1);
+        ssize_t n = rx_read(d, &iov, 1);
 
         if (n < 0) {
                 d->peer_gone = true;
@@ -629,7 +675,7 @@ static bool read_payload(struct dto_ep *d, bool *moved)
                         n++;
                 }
         }
-        got = d->ch->ops->readv(d->ch, iov, n);
+        got = rx_read(d, iov, n);
         if (got < 0) {
                 d->peer_gone = true;
                 dto_fail(d, "the peer closed the channel");
