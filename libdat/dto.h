@@ -37,9 +37,11 @@
  *   smaller than the local data (DAT_LENGTH_ERROR).
  * - On a Disconnected EP a Send, RDMA or RMR bind is accepted and
  *   completes DAT_DTO_ERR_FLUSHED at once, as a receive does.
- * - Error completions: a Send longer than the EP's max_message_size, or
- *   an RDMA beyond its max_rdma_size (0 in either: the transport's, as
- *   DAPL programs leave them): DAT_DTO_ERR_LOCAL_LENGTH; a message longer than the receive buffer:
+ * - Error completions: a Send longer than the transport's
+ *   max_message_size (16 MiB), or an RDMA beyond its max_rdma_size
+ *   (1 GiB): DAT_DTO_ERR_LOCAL_LENGTH (the EP's attributes of those names
+ *   are the consumer's wish and, as on DAPL's providers, not checked on
+ *   posts: its programs set 64 KiB and move more, or leave 0); a message longer than the receive buffer:
  *   the Receive DAT_DTO_ERR_LOCAL_LENGTH, the Send
  *   DAT_DTO_ERR_REMOTE_RESPONDER; a receive whose LMR went away before the
  *   message came: DAT_DTO_ERR_LOCAL_PROTECTION (the Send

@@ -12,6 +12,7 @@
 
 #include "libdat/conn.h"
 #include "libdat/ep.h"
+#include "libdat/ep_events.h"
 #include "libdat/ia.h"
 #include "libdat/rmr.h"
 #include "libdat/srq.h"
@@ -343,6 +344,16 @@ static void drop_lingering(struct dto_ep *d)
         channel_destroy(ch);
 }
 
+/* An EP on an SRQ whose connection ended takes no more of its buffers: as
+ * a QP on an SRQ reports its last WQE reached, the IA's async EVD gets
+ * DAT_ASYNC_ERROR_EP_BROKEN naming the EP (DAPL's programs, dtestsrq, wait
+ * for it before freeing the EP).  No lock held. */
+static void last_receive_done(struct dto_ep *d)
+{
+        if (d->ep->srq != DAT_HANDLE_NULL)
+                ia_post_async(d->ia, DAT_ASYNC_ERROR_EP_BROKEN, d->ep->obj.handle, 0);
+}
+
 bool dto_needs_finish(const struct dto_ep *d)
 {
         return d->fail_pending || d->graceful_done || d->fail_batch.deferred.n_notice ||
@@ -366,6 +377,7 @@ void dto_finish(struct dto_ep *d, struct dto_batch *b)
         evd_deferred_run(&fb.deferred);
         if (failed) {
                 teardown_channel(d);
+                last_receive_done(d);
                 conn_ep_data_failed(d->ep);
         } else if (graceful) {
                 conn_finish_disconnect(d->ep);
@@ -512,7 +524,7 @@ bool dto_ep_stop(struct ep *ep)
 {
         struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
         struct dto_batch b = { 0 };
-        bool broken;
+        bool broken, ended;
 
         if (!d)
                 return false;
@@ -522,7 +534,8 @@ bool dto_ep_stop(struct ep *ep)
                  * responses to our requests, its last Sends. */
                 dto_progress_locked(d, &b);
         }
-        if (d->state == DTO_RUNNING) {
+        ended = d->state == DTO_RUNNING;
+        if (ended) {
                 /* What we placed is acknowledged before we go. */
                 dto_tx_ack(d, true);
                 dto_tx_flush(d);
@@ -537,6 +550,8 @@ bool dto_ep_stop(struct ep *ep)
         pthread_mutex_unlock(&d->lock);
         dto_finish(d, &b);
         teardown_channel(d);
+        if (ended)
+                last_receive_done(d);
         return broken;
 }
 

@@ -178,17 +178,15 @@ static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, u
         return DAT_SUCCESS;
 }
 
-/* The EP's max_message_size or max_rdma_size; 0 (what programs written
- * for DAPL leave there: its providers never enforce it) is the
- * transport's. */
+/* The longest Send or RDMA a post may ask for: the transport's.  The EP's
+ * max_message_size / max_rdma_size are what the consumer asked for, and,
+ * as on DAPL's providers (which never check them on a post: programs set
+ * max_rdma_size 64 KiB and move more, or leave 0), no limit of their own. */
 static uint64_t ep_max_size(const struct ep *ep, bool message)
 {
         const struct transport_caps *caps = ep_ia(ep)->caps;
-        DAT_SEG_LENGTH v = message ? ep->attr.max_message_size : ep->attr.max_rdma_size;
 
-        if (v == 0)
-                return message ? caps->max_message_size : caps->max_rdma_size;
-        return v;
+        return message ? caps->max_message_size : caps->max_rdma_size;
 }
 
 static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *a)

@@ -10,8 +10,13 @@
 
 void ep_post_async_event(struct ia *ia, DAT_HANDLE handle, DAT_COUNT reason)
 {
+        ia_post_async(ia, DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR, handle, reason);
+}
+
+void ia_post_async(struct ia *ia, DAT_EVENT_NUMBER number, DAT_HANDLE handle, DAT_COUNT reason)
+{
         DAT_EVENT event = {
-                .event_number = DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR,
+                .event_number = number,
                 .event_data.asynch_error_event_data = { .dat_handle = handle, .reason = reason },
         };
         DAT_EVD_HANDLE async = DAT_HANDLE_NULL;

@@ -19,6 +19,9 @@ struct ep_streams;
  * run). */
 void ep_post_async_event(struct ia *ia, DAT_HANDLE handle, DAT_COUNT reason);
 
+/* The same with the event number given (DAT_ASYNC_ERROR_EP_BROKEN, ...). */
+void ia_post_async(struct ia *ia, DAT_EVENT_NUMBER number, DAT_HANDLE handle, DAT_COUNT reason);
+
 /* An EP's DTO streams start / stop feeding their EVDs: unsignalled and
  * solicited-wait streams are counted on the EVD (evd_feed_config_get). */
 void ep_streams_attach(const struct ep_streams *s);

@@ -148,7 +148,7 @@ void evd_test_await_waiter(DAT_EVD_HANDLE evd)
 
                 if (r == ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER))
                         return;
-                cr_assert_eq(r, ERR(DAT_QUEUE_EMPTY, 0), "the EVD must be empty: 0x%08x", r);
+                cr_assert_eq(r, (DAT_RETURN)DAT_QUEUE_EMPTY, "the EVD must be empty: 0x%08x", r);
                 nap_ms(1);
         }
         cr_assert_fail("no thread started waiting on the EVD");

@@ -68,7 +68,7 @@ Test(evd_producer, many_producers_one_consumer_lose_duplicate_and_reorder_nothin
                                          : dat_evd_dequeue(evd, &e);
                 uint64_t id, seq;
 
-                if (r == ERR(DAT_QUEUE_EMPTY, 0))
+                if (r == (DAT_RETURN)DAT_QUEUE_EMPTY)
                         continue;
                 cr_assert_eq(r, DAT_SUCCESS, "after %llu events: 0x%08x",
                              (unsigned long long)total, r);
@@ -119,7 +119,7 @@ Test(evd_producer, an_overflow_loses_the_event_and_is_reported_once_on_the_async
         }
         /* One report for the whole overflow, not one per lost event. */
         expect_overflow_report(async, evd);
-        cr_expect_eq(dat_evd_dequeue(async, &e), ERR(DAT_QUEUE_EMPTY, 0));
+        cr_expect_eq(dat_evd_dequeue(async, &e), (DAT_RETURN)DAT_QUEUE_EMPTY);
         /* The queued events are intact; the lost ones are gone. */
         cr_assert_eq(dat_evd_dequeue(evd, &e), DAT_SUCCESS);
         cr_expect_eq(e.event_extension_data[1], 1);
@@ -170,7 +170,7 @@ Test(evd_producer, the_async_evd_overflowing_is_only_marked)
                 cr_assert_eq(dat_evd_dequeue(async, &e), DAT_SUCCESS);
                 cr_expect_eq(e.event_number, DAT_ASYNC_ERROR_IA_CATASTROPHIC);
         }
-        cr_expect_eq(dat_evd_dequeue(async, &e), ERR(DAT_QUEUE_EMPTY, 0));
+        cr_expect_eq(dat_evd_dequeue(async, &e), (DAT_RETURN)DAT_QUEUE_EMPTY);
         cr_expect_not(internal->overflowed);
         dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
 }
