@@ -722,7 +722,7 @@ static int config_new_defaults(Config **ret)
         c->log_level = LOG_INFO;
         c->bus = BUS_MODE_AUTO;
         c->cm_port = 7471;
-        c->cm_keepalive_ms = 500;
+        c->cm_keepalive_ms = 1000;
         c->conn_qual_any_min = 49152;
         c->conn_qual_any_max = 65535;
         c->verbs = true;

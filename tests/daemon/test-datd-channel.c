@@ -725,7 +725,7 @@ Test(datd_channel_hosts, wrong_token_for_a_waiting_end_is_closed)
         expect_listen(&a, 7203);
         b_conn = expect_connect(&b, &lo, lo_len, 7203, UINT64_MAX, NULL, 0);
         cr = expect_request(&a, NULL);
-        /* Well inside the CM keepalive (two periods of 500 ms). */
+        /* Well inside the CM keepalive (two periods of cm_keepalive_ms). */
         cr_assert_eq(kill(hd[0].pid, SIGSTOP), 0);
         cr_assert_eq(cc_accept(&a, cr, NULL, 0, &a_conn), DAT_SUCCESS);
         data_message(msg, a_conn, b_conn, 0x5a);

@@ -214,7 +214,7 @@ Test(datd_conn_hosts, death_of_the_peer_process_is_broken_on_the_other_host)
 }
 
 /* The peer host's cable is cut: the CM link's keepalive fails and both ends
- * get BROKEN (cm_keepalive_ms 500, two misses: about a second). */
+ * get BROKEN (two missed keepalives of cm_keepalive_ms: about two seconds). */
 Test(datd_conn_hosts, link_cut_breaks_both_ends)
 {
         uint32_t a_conn, b_conn;
