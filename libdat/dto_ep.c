@@ -405,9 +405,11 @@ bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
         if (d->state == DTO_RUNNING)
                 moved |= dto_tx_flush(d);
         /* A request that waited for Read data to go out may go on now
-         * (nothing else would wake us for it: its bytes were read). */
-        if (d->state == DTO_RUNNING && d->rx_state == DTO_RX_ACTION && !d->rnr_deadline_ns &&
-            !d->read_data_pending) {
+         * (nothing else would wake us for it: its bytes were read), and
+         * may stall again behind the next Read's data, which the flush may
+         * send at once: go on until it waits for something else. */
+        for (unsigned i = 0; i < 64 && d->state == DTO_RUNNING && d->rx_state == DTO_RX_ACTION &&
+                             !d->rnr_deadline_ns && !d->read_data_pending; i++) {
                 rx_moved |= dto_rx_poll(d, b);
                 if (d->state == DTO_RUNNING)
                         moved |= dto_tx_flush(d);
