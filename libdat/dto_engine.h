@@ -205,8 +205,10 @@ struct dto_ep {
          * dat_ep_free gives them back to the SRQ as reaped. */
         uint32_t srq_unreaped;
 
-        /* Counters (datctl could show them later; tests read them). */
+        /* Counters (datctl could show them later; tests read them):
+         * work_frames counts DTO frames (not HELLO/CMA_OK/BYE) in and out. */
         uint64_t bytes_sent, bytes_received;
+        uint64_t work_frames;
 };
 
 /* ---- dto_ep.c ------------------------------------------------------------ */

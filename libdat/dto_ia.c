@@ -205,7 +205,12 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
                 } else if (peer_exited) {
                         (void)epoll_ctl(t_epfd(d), EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
                 } else {
-                        moved = dto_progress_locked(d, b);
+                        /* Only DTO work counts (the spin heuristic of the
+                         * progress thread): a connection's HELLO does not. */
+                        uint64_t before = d->work_frames;
+
+                        dto_progress_locked(d, b);
+                        moved = d->work_frames != before;
                 }
         }
         *finish = dto_needs_finish(d);
@@ -342,11 +347,12 @@ static int arm_all(struct dto_ia *t)
 }
 
 /* A channel or pidfd event. */
-static void on_slot_event(struct dto_ia *t, uint64_t key)
+/* Returns whether DTO work was done. */
+static bool on_slot_event(struct dto_ia *t, uint64_t key)
 {
         struct dto_batch b = { 0 };
         struct dto_ep *d;
-        bool finish = false;
+        bool finish = false, moved = false;
 
         pthread_mutex_lock(&t->lock);
         d = slot_lookup(t, key);
@@ -357,12 +363,13 @@ static void on_slot_event(struct dto_ia *t, uint64_t key)
                         d->ch->ops->disarm(d->ch);
                 }
                 pthread_mutex_unlock(&d->lock);
-                step_locked(d, true, (key & EV_KIND_MASK) == EV_PIDFD, &b, &finish);
+                moved = step_locked(d, true, (key & EV_KIND_MASK) == EV_PIDFD, &b, &finish);
         }
         pthread_mutex_unlock(&t->lock);
         evd_deferred_run(&b.deferred);
         if (d && finish)
                 step_finish(d);
+        return moved;
 }
 
 static void drain_eventfd(int fd)
@@ -485,8 +492,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                                         goto out;
                                 }
                         } else {
-                                on_slot_event(t, key);
-                                moved = true;
+                                moved |= on_slot_event(t, key);
                         }
                 }
                 /* A kick, a deadline, spinning, or work found while arming:

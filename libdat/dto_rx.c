@@ -507,6 +507,8 @@ static bool frame_sane(const struct dto_ep *d, const struct dto_frame *f)
 
 static enum action on_header(struct dto_ep *d, struct dto_batch *b)
 {
+        if (d->rx.op != DTO_OP_HELLO && d->rx.op != DTO_OP_CMA_OK && d->rx.op != DTO_OP_BYE)
+                d->work_frames++;
         switch (d->rx.op) {
         case DTO_OP_HELLO:
                 sink_set(d, &(struct iovec){ &d->rx_scratch, sizeof(d->rx_scratch) }, 1,

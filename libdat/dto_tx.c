@@ -291,6 +291,8 @@ static int remaining_iov(const struct dto_ep *d, struct iovec *iov)
 /* The current frame is out. */
 static void frame_done(struct dto_ep *d)
 {
+        if (d->tx_item == DTO_TX_REQ || d->tx_item == DTO_TX_RESP)
+                d->work_frames++;
         switch (d->tx_item) {
         case DTO_TX_REQ:
                 d->req[d->tx_index].sent = true;
