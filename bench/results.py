@@ -478,7 +478,9 @@ def scale_lines(scale):
 def write_markdown(out, work, meta, notes, results, runs, scale):
     md = ["# datd benchmark results", "",
           "Written by `bench/run-peers` (see bench/README.md); do not edit by hand. Reproduce with:",
-          "", "```sh", "bench/run-peers%s    # as root" % (" --quick" if meta.get("quick") == "1" else ""), "```", ""]
+          "", "```sh", "bench/run-peers%s    # as root" % (
+              " --quick" if meta.get("quick") == "1" else
+              "" if meta.get("reps", "5") == "5" else " --reps %s" % meta["reps"]), "```", ""]
     if any("WARNING" in n for n in notes):
         md += ["> **The machine was busy during this run: the numbers below are noisy.** "
                "Compare ratios taken in the same run, and re-run on a quiet machine for the record.", ""]
