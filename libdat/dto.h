@@ -120,6 +120,9 @@ struct dto_ia {
          * thread that leaves an acknowledgement owed must kick it (on TCP
          * the thread may never wake: the data it was woken for is gone). */
         bool armed_sleep;
+        /* Some channel may have epoll events on (quiet_all has work);
+         * under the table's lock. */
+        bool watching;
 };
 
 /* Sets up / tears down an IA's table (ia.c: open and close). */

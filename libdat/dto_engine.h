@@ -26,7 +26,7 @@ struct ep;
 struct ia;
 
 /* Bytes a read of the channel takes ahead (dto_rx.c). */
-#define DTO_STASH 512
+#define DTO_STASH 4160
 
 /* Completions collected under the EP's lock, delivered after. */
 struct dto_batch {
@@ -193,6 +193,7 @@ struct dto_ep {
         /* Bytes read ahead of the frame being parsed (dto_rx.c, rx_read). */
         uint32_t rx_stash_len, rx_stash_off;
         unsigned char rx_stash[DTO_STASH];
+        bool rx_drained;                /* this poll's last read found the channel empty */
         bool rx_seq_taken;              /* the request's seq was checked and counted */
         uint32_t read_data_pending;     /* inline RDMA Read data queued, not out yet */
         uint64_t rnr_deadline_ns;       /* a SEND waits for a receive until then, 0: not */

@@ -137,6 +137,7 @@ int dto_ia_add(struct dto_ep *d)
         d->slot = slot;
         d->poll_events = d->ch->ops->poll_events(d->ch, false);
         d->registered = true;
+        t->watching = true;
         pthread_mutex_unlock(&t->lock);
         /* The progress thread arms the new channel before it sleeps again. */
         dto_ia_kick(d->ia);
@@ -278,11 +279,22 @@ bool dto_evd_poll(struct evd *evd)
 
         if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
                 return false;
+        bool moved;
+
         /* The progress thread only needs to know that someone polled
-         * lately (APP_POLL_GRACE_NS): the clock is read every few polls. */
+         * lately (APP_POLL_GRACE_NS): the clock is read every few empty
+         * polls, and after every poll that found work.  Counting polls
+         * alone is not enough: a streaming application polls only when its
+         * EVD runs dry, maybe a few thousand times a second, and a stamp
+         * every 64 of those polls would look stale to the progress thread,
+         * which would then take every socket event itself, on the
+         * application's CPU. */
         if ((app_polls++ & 63) == 0)
                 __atomic_store_n(&ia->dto.app_poll_ns, dto_now_ns(), __ATOMIC_RELAXED);
-        return poll_all(&ia->dto, false);
+        moved = poll_all(&ia->dto, false);
+        if (moved)
+                __atomic_store_n(&ia->dto.app_poll_ns, dto_now_ns(), __ATOMIC_RELAXED);
+        return moved;
 }
 
 void dto_evd_sleep_prepare(struct evd *evd)
@@ -297,8 +309,17 @@ void dto_evd_sleep_prepare(struct evd *evd)
 }
 
 /* How long after an application thread's last poll the progress thread
- * leaves the channels to it. */
-#define APP_POLL_GRACE_NS 200000u
+ * leaves the channels to it.  Each grace that ends while the application
+ * still polls costs it a context switch when the progress thread shares
+ * its CPU (the usual case with a pinned application): 1 ms makes that a
+ * thousandth of its time, and bounds how long one-sided requests wait
+ * when the application stops polling without sleeping in dat_evd_wait. */
+#define APP_POLL_GRACE_NS 1000000u
+
+/* While the application keeps polling, the progress thread's waits double
+ * up to 2^APP_POLL_BACKOFF_SHIFT graces (8 ms): the longest a one-sided
+ * request waits when the application stops polling without sleeping. */
+#define APP_POLL_BACKOFF_SHIFT 3u
 
 /* The progress thread, before sleeping: asks every channel to wake it, and
  * watches TCP sockets for room where frames wait.  Returns the epoll
@@ -330,6 +351,8 @@ static int arm_all(struct dto_ia *t)
                                 if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, d->ch->poll_fd, &ev) == 0)
                                         d->poll_events = events;
                         }
+                        if (d->poll_events)
+                                t->watching = true;
                         if (!d->ch->ops->arm(d->ch, want_room) || d->ack_owed != d->ack_sent ||
                             dto_rx_stashed(d))
                                 work = true;
@@ -394,22 +417,46 @@ static void drain_eventfd(int fd)
  * again before an armed sleep. */
 static void quiet_all(struct dto_ia *t)
 {
-        pthread_mutex_lock(&t->lock);
+        bool left = false;
+
+        /* Called every grace round while the application polls: once all
+         * is quiet it costs nothing, and it never waits for a lock an
+         * application thread holds (what it could not quiet now, it
+         * quiets next round). */
+        if (pthread_mutex_trylock(&t->lock) != 0)
+                return;
+        if (!t->watching) {
+                pthread_mutex_unlock(&t->lock);
+                return;
+        }
         for (uint32_t i = 0; i < t->n_slots; i++) {
                 struct dto_ep *d = t->slots[i].d;
                 struct epoll_event ev = { .events = 0 };
 
                 if (!d)
                         continue;
-                pthread_mutex_lock(&d->lock);
+                if (pthread_mutex_trylock(&d->lock) != 0) {
+                        left = true;
+                        continue;
+                }
                 if (d->state == DTO_RUNNING && d->poll_events != 0) {
                         ev.data.u64 = slot_key(i, t->slots[i].gen, EV_CHANNEL);
                         if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, d->ch->poll_fd, &ev) == 0)
                                 d->poll_events = 0;
+                        else
+                                left = true;
                 }
                 pthread_mutex_unlock(&d->lock);
         }
+        t->watching = left;
         pthread_mutex_unlock(&t->lock);
+}
+
+/* Whether an application thread polled within the grace.  Its stamp may
+ * be newer than our clock reading (it polled in between): that is recent. */
+static bool app_polled_lately(uint64_t polled, uint64_t now)
+{
+        return polled && (polled >= now || now - polled < APP_POLL_GRACE_NS);
 }
 
 /* How the progress thread waits this round: *tsp NULL for no bound.
@@ -417,25 +464,43 @@ static void quiet_all(struct dto_ia *t)
  * an application thread polls: unarmed, until its grace ends; otherwise
  * armed, until the nearest receiver-not-ready deadline.  Returns whether
  * every data path must be looked at after the wait. */
-static bool plan_wait(struct dto_ia *t, uint64_t last_work, struct timespec *ts,
-                      struct timespec **tsp)
+static bool plan_wait(struct dto_ia *t, uint64_t last_work, unsigned *quiet_rounds,
+                      struct timespec *ts, struct timespec **tsp)
 {
         uint64_t now = dto_now_ns(), polled;
         int timeout;
 
         polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
-        if (polled && now - polled < APP_POLL_GRACE_NS) {
+        if (app_polled_lately(polled, now)) {
                 /* A consumer going to sleep kicks us out of this. */
                 __atomic_store_n(&t->unarmed, true, __ATOMIC_SEQ_CST);
                 polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
-                if (polled && now - polled < APP_POLL_GRACE_NS) {
+                if (app_polled_lately(polled, now)) {
+                        uint64_t left = polled >= now ? APP_POLL_GRACE_NS
+                                                      : APP_POLL_GRACE_NS - (now - polled);
+
+                        /* Each wake-up steals the polling thread's CPU for
+                         * a few µs (the tail of a ping-pong): while it goes
+                         * on polling round after round, wake up less often,
+                         * up to 2^APP_POLL_BACKOFF_SHIFT graces. */
+                        left += APP_POLL_GRACE_NS * ((1u << *quiet_rounds) - 1);
+                        if (*quiet_rounds < APP_POLL_BACKOFF_SHIFT)
+                                (*quiet_rounds)++;
                         quiet_all(t);
-                        *ts = (struct timespec){ 0, (long)(APP_POLL_GRACE_NS - (now - polled)) };
+                        *ts = (struct timespec){ (time_t)(left / 1000000000u),
+                                                 (long)(left % 1000000000u) };
                         *tsp = ts;
-                        return true;
+                        /* Nothing to look at when the grace ends: the next
+                         * round waits again if the application still polls,
+                         * or arms (which finds what waits) if not.  Taking
+                         * the data paths' locks here would make the polling
+                         * thread, on the same CPU as often as not, wait for
+                         * us in the kernel. */
+                        return false;
                 }
                 __atomic_store_n(&t->unarmed, false, __ATOMIC_SEQ_CST);
         }
+        *quiet_rounds = 0;
         if (last_work && now - last_work < PROGRESS_SPIN_NS) {
                 *ts = (struct timespec){ 0, 0 };
                 *tsp = ts;
@@ -460,6 +525,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
         struct dto_ia *t = &ia->dto;
         struct epoll_event evs[EVENTS_MAX];
         uint64_t last_work = 0, prev_work = 0;
+        unsigned quiet_rounds = 0;
         bool ok = true;
 
         if (watch(t, datd_fd, EPOLLIN, EV_DATD) < 0 || watch(t, stop_fd, EPOLLIN, EV_STOP_KEY) < 0)
@@ -467,7 +533,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
         for (;;) {
                 struct timespec ts, *tsp;
                 bool streaming = last_work && last_work - prev_work < PROGRESS_SPIN_NS;
-                bool all = plan_wait(t, streaming ? last_work : 0, &ts, &tsp), moved = false;
+                bool all = plan_wait(t, streaming ? last_work : 0, &quiet_rounds, &ts, &tsp), moved = false;
                 int n = epoll_pwait2(t->epfd, evs, EVENTS_MAX, tsp, NULL);
 
                 __atomic_store_n(&t->unarmed, false, __ATOMIC_RELAXED);

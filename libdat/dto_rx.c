@@ -627,6 +627,8 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
                 want += iov[i].iov_len;
         v[n] = (struct iovec){ d->rx_stash, sizeof(d->rx_stash) };
         r = d->ch->ops->readv(d->ch, v, n + 1);
+        /* Less than asked for: the channel had no more just now. */
+        d->rx_drained = r >= 0 && (size_t)r < want + sizeof(d->rx_stash);
         if (r <= 0)
                 return r;
         if ((size_t)r > want) {
@@ -708,9 +710,16 @@ bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b)
 {
         bool moved = false;
 
+        d->rx_drained = false;
         while (d->state == DTO_RUNNING && !d->rx_fatal && !d->peer_bye) {
                 switch (d->rx_state) {
                 case DTO_RX_HEADER:
+                        /* Between frames, after a read that emptied the
+                         * channel: asking again would cost a system call
+                         * (TCP) on the way to the completion just made;
+                         * whatever came since is for the next poll. */
+                        if (d->rx_drained && !dto_rx_stashed(d))
+                                return moved;
                         if (!read_fixed(d, d->rx_hdr, sizeof(d->rx_hdr), &moved))
                                 return moved;
                         if (d->rx_have < sizeof(d->rx_hdr))
