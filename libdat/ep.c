@@ -296,7 +296,7 @@ static DAT_RETURN settle_attributes(struct ia *ia, const struct ep_create_args *
         ep->recv_evd = a->recv_evd;
         ep->request_evd = a->request_evd;
         streams = ep_streams_of(ep);
-        if (!ep_streams_compatible(ia, NULL, &streams))
+        if (!ep_streams_compatible(NULL, &streams))
                 return DAT_ERR_ARG(a->attr_arg);
         if (a->srq) {
                 struct srq *srq = srq_lookup(a->srq);

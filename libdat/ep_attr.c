@@ -222,35 +222,40 @@ static bool streams_conflict(DAT_EVD_HANDLE a, DAT_COMPLETION_FLAGS fa, DAT_EVD_
         return a != DAT_HANDLE_NULL && a == b && fa != fb;
 }
 
-static bool conflicts_with(const struct ep_streams *s, DAT_EVD_HANDLE evd, DAT_COMPLETION_FLAGS f)
+/* Whether a stream with flags may join the EVD named by handle: the
+ * streams already on it (self's own not counted) all carry the EVD's
+ * stream_flags.  Under dat_object_lock(). */
+static bool stream_agrees_locked(const struct ep *self, DAT_EVD_HANDLE handle,
+                                 DAT_COMPLETION_FLAGS flags)
 {
-        return streams_conflict(s->recv_evd, s->recv_flags, evd, f) ||
-               streams_conflict(s->request_evd, s->request_flags, evd, f);
+        struct evd *evd;
+        unsigned others;
+
+        if (handle == DAT_HANDLE_NULL)
+                return true;
+        evd = evd_lookup(handle);
+        if (!evd)
+                /* Its handle is checked elsewhere (DAT_INVALID_HANDLE). */
+                return true;
+        others = evd->stream_users;
+        if (self && self->recv_evd == handle && others > 0)
+                others--;
+        if (self && self->request_evd == handle && others > 0)
+                others--;
+        return others == 0 || evd->stream_flags == flags;
 }
 
-bool ep_streams_compatible(struct ia *ia, const struct ep *self, const struct ep_streams *s)
+bool ep_streams_compatible(const struct ep *self, const struct ep_streams *s)
 {
         bool ok;
 
         if (!stream_fits_evd(s->recv_evd, s->recv_flags) ||
             !stream_fits_evd(s->request_evd, s->request_flags) ||
-            conflicts_with(s, s->request_evd, s->request_flags))
+            streams_conflict(s->recv_evd, s->recv_flags, s->request_evd, s->request_flags))
                 return false;
-        ok = true;
         dat_object_lock();
-        dat_list_for_each(pos, &ia->obj.children) {
-                struct dat_object *child = dat_container_of(pos, struct dat_object, sibling);
-                struct ep *other;
-
-                if (child->ops->type != DAT_HANDLE_TYPE_EP || (self && child == &self->obj))
-                        continue;
-                other = dat_container_of(child, struct ep, obj);
-                if (conflicts_with(s, other->recv_evd, other->attr.recv_completion_flags) ||
-                    conflicts_with(s, other->request_evd, other->attr.request_completion_flags)) {
-                        ok = false;
-                        break;
-                }
-        }
+        ok = stream_agrees_locked(self, s->recv_evd, s->recv_flags) &&
+             stream_agrees_locked(self, s->request_evd, s->request_flags);
         dat_object_unlock();
         return ok;
 }

@@ -46,9 +46,9 @@ struct ep_streams {
 };
 
 /* dat_ep_create(3DAT), USAGE: the streams s would add are compatible with
- * each other, with the EVDs' other streams, and with the streams of every
- * other EP of ia (self excluded: the EP being modified).  Takes
- * dat_object_lock. */
-bool ep_streams_compatible(struct ia *ia, const struct ep *self, const struct ep_streams *s);
+ * each other and with the streams other EPs already have on the same EVDs
+ * (self excluded: the EP being modified).  O(1): each EVD keeps the count
+ * and the shared flags of its streams.  Takes dat_object_lock. */
+bool ep_streams_compatible(const struct ep *self, const struct ep_streams *s);
 
 #endif

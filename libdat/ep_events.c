@@ -50,15 +50,22 @@ static void feed(DAT_EVD_HANDLE handle, DAT_COMPLETION_FLAGS flags, bool attach)
         DAT_EVD_STATE config = feed_config(flags);
         struct evd *evd;
 
-        if (!config || handle == DAT_HANDLE_NULL)
+        if (handle == DAT_HANDLE_NULL)
                 return;
         /* Under the object lock: an abrupt close may be destroying the EVD. */
         dat_object_lock();
         evd = evd_lookup(handle);
-        if (evd && attach)
-                evd_feed_config_get(evd, config);
-        else if (evd)
-                evd_feed_config_put(evd, config);
+        if (evd && attach) {
+                if (evd->stream_users++ == 0)
+                        evd->stream_flags = flags;
+                if (config)
+                        evd_feed_config_get(evd, config);
+        } else if (evd) {
+                if (evd->stream_users > 0)
+                        evd->stream_users--;
+                if (config)
+                        evd_feed_config_put(evd, config);
+        }
         dat_object_unlock();
 }
 

@@ -207,7 +207,7 @@ static bool values_valid(struct ia *ia, const struct ep *ep, const DAT_EP_PARAM 
         if ((mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) &&
             !ep_evd_fits(ia, want->connect_evd_handle, DAT_EVD_CONNECTION_FLAG))
                 return false;
-        return !(mask & STREAM_FIELDS) || ep_streams_compatible(ia, ep, &streams);
+        return !(mask & STREAM_FIELDS) || ep_streams_compatible(ep, &streams);
 }
 
 /* The dependencies an EP holds, old and new. */

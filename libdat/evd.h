@@ -58,6 +58,14 @@ struct evd {
          * while any exists, dat_evd_wait's threshold must be 1.  Under lock. */
         unsigned unsignalled_feeds;
         unsigned solicited_feeds;
+
+        /* The DTO/RMR completion streams of endpoints that use this EVD,
+         * and the completion flags they all share (dat_ep_create(3DAT):
+         * streams on one EVD must agree, which ep_streams_compatible()
+         * checks here instead of against every EP of the IA).  Under
+         * dat_object_lock(). */
+        unsigned stream_users;
+        DAT_COMPLETION_FLAGS stream_flags;
 };
 
 /* The EVD a handle names, or NULL. */

@@ -269,6 +269,26 @@ Test(ep_create, streams_sharing_an_evd_must_have_the_same_completion_flags)
                      DAT_SUCCESS);
 }
 
+Test(ep_create, an_evd_takes_other_flags_once_its_streams_are_gone)
+{
+        /* The flags are those of the streams on the EVD now: freeing the
+         * EP that set them frees the EVD for others. */
+        DAT_EP_ATTR a = good_attr();
+        DAT_EP_HANDLE first, second;
+
+        cr_assert_eq(dat_ep_create(f.ia, f.pz, f.recv_evd2, f.recv_evd2, f.conn_evd, NULL, &first),
+                     DAT_SUCCESS);
+        a.recv_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
+        cr_expect_eq(dat_ep_create(f.ia, f.pz, f.recv_evd2, DAT_HANDLE_NULL, f.conn_evd, &a, &second),
+                     ARG(6));
+        cr_assert_eq(dat_ep_free(first), DAT_SUCCESS);
+        cr_expect_eq(dat_ep_create(f.ia, f.pz, f.recv_evd2, DAT_HANDLE_NULL, f.conn_evd, &a, &second),
+                     DAT_SUCCESS);
+        /* And the new flags now hold against a default-flag stream. */
+        cr_expect_eq(dat_ep_create(f.ia, f.pz, DAT_HANDLE_NULL, f.recv_evd2, f.conn_evd, NULL, &first),
+                     ARG(6));
+}
+
 Test(ep_create, signalling_flags_need_an_evd_of_dto_streams_only)
 {
         /* dat_ep_create(3DAT), USAGE: "If request_evd_handle (recv_evd_handle)

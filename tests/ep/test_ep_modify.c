@@ -435,6 +435,26 @@ Test(ep_modify, streams_sharing_an_evd_must_keep_the_same_flags)
         cr_expect_eq(dat_ep_modify(other, DAT_EP_FIELD_RECV_EVD_HANDLE, &p), ARG(3));
 }
 
+Test(ep_modify, an_ep_alone_on_its_evds_may_change_their_flags)
+{
+        /* Its own streams do not count against it. */
+        DAT_EP_HANDLE ep;
+        DAT_EP_PARAM p;
+
+        cr_assert_eq(dat_ep_create(f.ia, f.pz, f.recv_evd2, f.recv_evd2, f.conn_evd, NULL, &ep),
+                     DAT_SUCCESS);
+        p = ep_params(ep);
+        p.ep_attr.recv_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
+        p.ep_attr.request_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS |
+                                           DAT_EP_FIELD_EP_ATTR_REQUEST_COMPLETION_FLAGS,
+                                   &p),
+                     DAT_SUCCESS);
+        /* Half of them alone would disagree with the other half. */
+        p.ep_attr.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS, &p), ARG(3));
+}
+
 Test(ep_modify, a_mask_outside_dat_ep_field_all_is_invalid)
 {
         DAT_EP_HANDLE ep = ep_make(&f, NULL);
