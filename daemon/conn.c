@@ -128,6 +128,9 @@ struct Conn {
         DataOut *data_out;              /* active, another host: our data connection */
         int data_fd;                    /* passive, another host: the one that came, -1 */
         bool ready;                     /* passive, another host: READY came */
+        uint32_t gone_reason;           /* passive, another host: the active end went
+                                           (enum cm_reason) after READY, before the
+                                           data connection came; told after ESTABLISHED */
         uint8_t token[CM_TOKEN_SIZE];   /* passive, another host: what DATA must name */
         LIST_FIELDS(Conn, conns);       /* the instance's */
 };
@@ -1171,6 +1174,17 @@ static void passive_remote_check(Conn *x)
         send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, x->pd, x->pd_len, "accepted");
         x->pd = (free(x->pd), NULL);
         closep(&fd);
+        if (x->gone_reason) {
+                /* Its end is gone at the other datd: nothing to tell it. */
+                x->link = NULL;
+                if (x->gone_reason == CM_REASON_DISCONNECTED)
+                        send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0,
+                                     "disconnected by the peer");
+                else
+                        send_ev_conn(x, DAT_CONNECTION_EVENT_BROKEN, NULL, 0,
+                                     "the peer process went away");
+                conn_free(x);
+        }
 }
 
 static int passive_remote_timeout(sd_event_source *s, uint64_t usec, void *userdata)
@@ -2106,6 +2120,18 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                 x = linked_conn(t, link, msg->dst_conn_id);
                 if (!x || (x->remote_id != 0 && x->remote_id != msg->src_conn_id))
                         return;
+                if (x->accepting && x->ready && x->data_fd < 0 && !x->gone_reason &&
+                    (msg->reason == CM_REASON_DISCONNECTED || msg->reason == CM_REASON_BROKEN)) {
+                        /* READY said the active end was ESTABLISHED: the
+                         * connection was up, and this end must see it so
+                         * (ESTABLISHED, then DISCONNECTED or BROKEN), not as
+                         * a failed accept.  Its data connection comes on
+                         * another socket than this message and may still be
+                         * on its way: it is waited for as long as READY's
+                         * timer allows (passive_remote_check tells the rest). */
+                        x->gone_reason = msg->reason;
+                        return;
+                }
                 x->link = NULL;
                 if (x->accepting)
                         send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,

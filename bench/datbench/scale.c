@@ -42,9 +42,8 @@ static long rss_kib(pid_t pid)
         return kib;
 }
 
-/* n EPs spread over the n_ia IAs (libdat's dat_ep_create checks the new
- * EP against every EP of its IA, so thousands on one IA cost time, not
- * memory in datd). */
+/* n EPs spread over the n_ia IAs: datd's bookkeeping per IA (its quota
+ * counters, its list of the IA's endpoints) is part of what is measured. */
 static DAT_EP_HANDLE *eps_create(struct db_ia *d, unsigned n_ia, unsigned n)
 {
         DAT_EP_HANDLE *eps = calloc(n ? n : 1, sizeof(*eps));

@@ -20,6 +20,7 @@
 #include <dat2/udat.h>
 
 #include "common/macro.h"
+#include "daemon/cm.h"
 #include "tests/daemon/conn-expect.h"
 #include "tests/harness.h"
 #include "tests/netns.h"
@@ -357,5 +358,125 @@ Test(datd_conn_hosts, a_peer_breaking_the_cm_protocol_is_cut_off)
                 close(fd);
         }
         establish(114, &a_conn, &b_conn);
+        stop();
+}
+
+/* ---- a test playing the active side's datd (PROTOCOL.md, "datd to datd") */
+
+#define CM_PORT 7471
+
+/* A TCP connection from host `from` to host 1's datd's cm_port. */
+static int cm_connect_from(unsigned from)
+{
+        struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(CM_PORT) };
+        struct timeval tv = { .tv_sec = 5 };
+        int fd = test_net_socket(net, from, AF_INET, SOCK_STREAM, 0);
+
+        cr_assert_geq(fd, 0);
+        inet_pton(AF_INET, test_net_host_addr4(net, 1), &to.sin_addr);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        cr_assert_eq(connect(fd, (struct sockaddr *) &to, sizeof(to)), 0, "%s", strerror(errno));
+        return fd;
+}
+
+static void cm_header(struct cm_header *h, uint16_t type, size_t len)
+{
+        *h = (struct cm_header){ .magic = htonl(CM_MAGIC), .version = htons(CM_VERSION),
+                                 .type = htons(type), .length = htonl((uint32_t) len) };
+}
+
+static void cm_write(int fd, const void *msg, size_t len)
+{
+        cr_assert_eq(write(fd, msg, len), (ssize_t) len, "%s", strerror(errno));
+}
+
+/* The next message of type on the link (HELLO and KEEPALIVE skipped). */
+static void cm_read(int fd, uint16_t type, void *msg, size_t len)
+{
+        for (;;) {
+                uint8_t buf[CM_MAX_MESSAGE];
+                struct cm_header *h = (struct cm_header *) buf;
+                size_t got = 0, want = sizeof(*h);
+
+                while (got < want) {
+                        ssize_t n = read(fd, buf + got, want - got);
+
+                        cr_assert_gt(n, 0, "the link ended or timed out waiting for type %u", type);
+                        got += (size_t) n;
+                        if (got == sizeof(*h)) {
+                                want = ntohl(h->length);
+                                cr_assert(want >= sizeof(*h) && want <= sizeof(buf));
+                        }
+                }
+                if (ntohs(h->type) == type) {
+                        cr_assert_eq(got, len);
+                        memcpy(msg, buf, len);
+                        return;
+                }
+        }
+}
+
+static void cm_send_conn_msg(int fd, uint16_t type, uint32_t src, uint32_t dst, uint32_t reason,
+                             uint64_t qual)
+{
+        struct cm_conn c = {
+                .src_conn_id = htonl(src),
+                .dst_conn_id = htonl(dst),
+                .reason = htonl(reason),
+                .pid = htonl(1),
+                .conn_qual = htobe64(qual),
+        };
+
+        cm_header(&c.hdr, type, sizeof(c));
+        if (type == CM_CONNECT_REQ) {
+                c.src.family = htons(AF_INET);
+                inet_pton(AF_INET, test_net_host_addr4(net, 2), c.src.addr);
+                c.dst.family = htons(AF_INET);
+                inet_pton(AF_INET, test_net_host_addr4(net, 1), c.dst.addr);
+        }
+        cm_write(fd, &c, sizeof(c));
+}
+
+/* The active side's datd says READY (its end ESTABLISHED), and its process
+ * disconnects at once, before the data connection reaches the passive host
+ * (it comes on another TCP connection than the link's, so the passive datd
+ * may well see it after the DISCONNECT): the passive end still sees the
+ * connection it accepted, ESTABLISHED and then DISCONNECTED, not
+ * ACCEPT_COMPLETION_ERROR (which would contradict the active end's
+ * ESTABLISHED). */
+Test(datd_conn_hosts, a_disconnect_overtaking_the_data_connection_still_establishes)
+{
+        const uint32_t our_id = 4242;
+        struct cm_hello hello = { .keepalive_ms = htonl(1000) };
+        struct cm_conn accept;
+        struct cm_data data = { .src_conn_id = htonl(our_id) };
+        uint32_t cr, a_conn, passive_id;
+        int link, dfd;
+
+        start(3);       /* host 2 has no datd: the test is its datd */
+        expect_listen(&a, 115);
+        link = cm_connect_from(2);
+        cm_header(&hello.hdr, CM_HELLO, sizeof(hello));
+        memcpy(hello.host_id, "test-active-datd", sizeof(hello.host_id));
+        cm_write(link, &hello, sizeof(hello));
+        cm_send_conn_msg(link, CM_CONNECT_REQ, our_id, 0, CM_REASON_NONE, 115);
+        cr = expect_request(&a, NULL);
+        cr_assert_eq(cc_accept(&a, cr, NULL, 0, &a_conn), DAT_SUCCESS);
+        cm_read(link, CM_ACCEPT, &accept, sizeof(accept));
+        passive_id = ntohl(accept.src_conn_id);
+        cr_assert_eq(ntohl(accept.dst_conn_id), our_id);
+        cm_send_conn_msg(link, CM_READY, our_id, passive_id, CM_REASON_NONE, 0);
+        cm_send_conn_msg(link, CM_DISCONNECT, our_id, passive_id, CM_REASON_DISCONNECTED, 0);
+        /* Nothing yet: the passive end waits for its data connection. */
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CONN, 300), 0, "an EV_CONN before the data connection");
+        dfd = cm_connect_from(2);
+        cm_header(&data.hdr, CM_DATA, sizeof(data));
+        data.dst_conn_id = htonl(passive_id);
+        memcpy(data.token, accept.token, sizeof(data.token));
+        cm_write(dfd, &data, sizeof(data));
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        close(dfd);
+        close(link);
         stop();
 }
