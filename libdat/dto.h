@@ -115,6 +115,10 @@ struct dto_ia {
          * went to sleep); unarmed: the progress thread sleeps without
          * having armed the channels (a consumer going to sleep kicks it). */
         uint64_t app_poll_ns;
+        /* Application threads inside a step of a data path: one sending a
+         * large frame spends a millisecond in sendmsg, long enough for its
+         * last poll to look stale; it still polls. */
+        unsigned app_busy;
         bool unarmed;
         /* The progress thread sleeps armed, with no timeout: an application
          * thread that leaves an acknowledgement owed must kick it (on TCP

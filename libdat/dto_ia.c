@@ -260,7 +260,11 @@ static bool poll_all(struct dto_ia *t, bool wait)
                            !dto_tx_pending(d) &&
                             d->rnr_deadline_ns == 0))
                         continue;
+                if (!wait)
+                        __atomic_add_fetch(&t->app_busy, 1, __ATOMIC_RELAXED);
                 moved |= step_locked(d, wait, false, &b, &f);
+                if (!wait)
+                        __atomic_sub_fetch(&t->app_busy, 1, __ATOMIC_RELAXED);
                 if (f)
                         failed[n_failed++] = d;
         }
@@ -452,11 +456,13 @@ static void quiet_all(struct dto_ia *t)
         pthread_mutex_unlock(&t->lock);
 }
 
-/* Whether an application thread polled within the grace.  Its stamp may
- * be newer than our clock reading (it polled in between): that is recent. */
-static bool app_polled_lately(uint64_t polled, uint64_t now)
+/* Whether an application thread polled within the grace, or is polling
+ * right now.  Its stamp may be newer than our clock reading (it polled in
+ * between): that is recent. */
+static bool app_polled_lately(const struct dto_ia *t, uint64_t polled, uint64_t now)
 {
-        return polled && (polled >= now || now - polled < APP_POLL_GRACE_NS);
+        return (polled && (polled >= now || now - polled < APP_POLL_GRACE_NS)) ||
+               __atomic_load_n(&t->app_busy, __ATOMIC_RELAXED) > 0;
 }
 
 /* How the progress thread waits this round: *tsp NULL for no bound.
@@ -471,13 +477,14 @@ static bool plan_wait(struct dto_ia *t, uint64_t last_work, unsigned *quiet_roun
         int timeout;
 
         polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
-        if (app_polled_lately(polled, now)) {
+        if (app_polled_lately(t, polled, now)) {
                 /* A consumer going to sleep kicks us out of this. */
                 __atomic_store_n(&t->unarmed, true, __ATOMIC_SEQ_CST);
                 polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
-                if (app_polled_lately(polled, now)) {
-                        uint64_t left = polled >= now ? APP_POLL_GRACE_NS
-                                                      : APP_POLL_GRACE_NS - (now - polled);
+                if (app_polled_lately(t, polled, now)) {
+                        uint64_t left = polled >= now || now - polled >= APP_POLL_GRACE_NS
+                                                ? APP_POLL_GRACE_NS
+                                                : APP_POLL_GRACE_NS - (now - polled);
 
                         /* Each wake-up steals the polling thread's CPU for
                          * a few µs (the tail of a ping-pong): while it goes
