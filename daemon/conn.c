@@ -1975,13 +1975,15 @@ void conn_foreach_connection(Manager *m, void (*fn)(const ConnInfo *, void *), v
 
 /* ---- another host's datd (cm.h) --------------------------------------------- */
 
-/* The IA a request from another host reaches: the one with the address it
- * connected to, else the first tcp IA (the address is this host's: the
- * other datd sent it here). */
+/* The IA a request from another host reaches: the tcp IA with the address
+ * it connected to, else the first tcp IA (the address is this host's: the
+ * other datd sent it here).  Only tcp IAs: the connection's data goes over
+ * TCP, and an shm IA may well share the tcp IA's address. */
 static Ia *remote_target(Manager *m, const struct sockaddr_storage *dst)
 {
         for (size_t i = 0; i < m->ias.n; i++)
-                if (m->ias.ias[i].address_len > 0 && addr_same_ip(&m->ias.ias[i].address, dst))
+                if (m->ias.ias[i].transport == TRANSPORT_TCP && m->ias.ias[i].address_len > 0 &&
+                    addr_same_ip(&m->ias.ias[i].address, dst))
                         return &m->ias.ias[i];
         for (size_t i = 0; i < m->ias.n; i++)
                 if (m->ias.ias[i].transport == TRANSPORT_TCP)

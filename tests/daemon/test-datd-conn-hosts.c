@@ -299,6 +299,33 @@ Test(datd_conn_hosts, max_cm_links_is_enforced)
                 cr_expect_eq(datd_stop(&datd[i]), 0, "datd %u's exit status after SIGTERM", i);
 }
 
+/* An shm IA on the tcp IA's address (listed first): a request from
+ * another host still reaches the tcp IA's listener (the data of a
+ * connection between hosts goes over TCP). */
+Test(datd_conn_hosts, an_shm_ia_on_the_same_address_does_not_hide_the_tcp_listener)
+{
+        _cleanup_free_ char *base = NULL, *config = NULL;
+        const char *loopback = "\"127.0.0.1\"";
+        uint32_t a_conn, b_conn;
+        char *at;
+
+        cr_assert_eq(test_net_create(&net, 2), 0);
+        base = test_net_datd_config(net, 1, false);
+        cr_assert_not_null(base);
+        at = strstr(base, loopback);
+        cr_assert_not_null(at, "no shm IA on 127.0.0.1 in %s", base);
+        cr_assert_geq(asprintf(&config, "%.*s\"%s\"%s", (int) (at - base), base,
+                               test_net_host_addr4(net, 1), at + strlen(loopback)), 0);
+        datd[1].netns = test_net_host_ns(net, 1);
+        cr_assert_eq(datd_start(&datd[1], config), 0);
+        cr_assert_eq(test_net_datd_start(net, 0, &datd[0]), 0);
+        cr_assert_eq(cc_open(&a, datd[1].socket_path, "tcp"), 0);
+        cr_assert_eq(cc_open(&b, datd[0].socket_path, "tcp"), 0);
+        host1_len = cc_addr4(&host1, test_net_host_addr4(net, 1));
+        establish(116, &a_conn, &b_conn);
+        stop();
+}
+
 /* A connect to this host's own address stays on this host: from the tcp IA
  * that has the address, and from the shm IA (its address is 127.0.0.1; the
  * host address is the tcp IA's, so that IA's listener takes it). */
