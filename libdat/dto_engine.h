@@ -28,6 +28,10 @@ struct ia;
 /* Bytes a read of the channel takes ahead (dto_rx.c). */
 #define DTO_STASH 4160
 
+/* Reads of at most this much (a frame header, a small payload) go into the
+ * stash alone and are served from it (dto_rx.c). */
+#define DTO_RX_SMALL 256
+
 /* Completions collected under the EP's lock, delivered after. */
 struct dto_batch {
         struct evd_deferred deferred;

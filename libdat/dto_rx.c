@@ -608,6 +608,21 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
         size_t want = 0, got = 0;
         ssize_t r;
 
+        for (int i = 0; i < n; i++)
+                want += iov[i].iov_len;
+        if (d->rx_stash_off >= d->rx_stash_len && want <= DTO_RX_SMALL) {
+                /* A header or a small payload: read into the stash alone
+                 * (one buffer is the channel's cheapest read), then serve
+                 * from it below. */
+                struct iovec s = { d->rx_stash, sizeof(d->rx_stash) };
+
+                r = d->ch->ops->readv(d->ch, &s, 1);
+                d->rx_drained = r >= 0 && (size_t)r < sizeof(d->rx_stash);
+                if (r <= 0)
+                        return r;
+                d->rx_stash_len = (uint32_t)r;
+                d->rx_stash_off = 0;
+        }
         if (d->rx_stash_off < d->rx_stash_len) {
                 for (int i = 0; i < n && d->rx_stash_off < d->rx_stash_len; i++) {
                         size_t k = d->rx_stash_len - d->rx_stash_off;
@@ -623,8 +638,6 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
                 return (ssize_t)got;
         }
         memcpy(v, iov, (size_t)n * sizeof(*v));
-        for (int i = 0; i < n; i++)
-                want += iov[i].iov_len;
         v[n] = (struct iovec){ d->rx_stash, sizeof(d->rx_stash) };
         r = d->ch->ops->readv(d->ch, v, n + 1);
         /* Less than asked for: the channel had no more just now. */
