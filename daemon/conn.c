@@ -1160,6 +1160,16 @@ fail:
 }
 
 /* Another host, passive side: READY and the data connection both came. */
+/* An established end whose other end, at another host, went: DISCONNECTED
+ * for a dat_ep_disconnect there, BROKEN otherwise (enum cm_reason). */
+static void tell_peer_gone(Conn *x, uint32_t reason)
+{
+        if (reason == CM_REASON_DISCONNECTED)
+                send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0, "disconnected by the peer");
+        else
+                send_ev_conn(x, DAT_CONNECTION_EVENT_BROKEN, NULL, 0, "the peer process went away");
+}
+
 static void passive_remote_check(Conn *x)
 {
         int fd;
@@ -1177,12 +1187,7 @@ static void passive_remote_check(Conn *x)
         if (x->gone_reason) {
                 /* Its end is gone at the other datd: nothing to tell it. */
                 x->link = NULL;
-                if (x->gone_reason == CM_REASON_DISCONNECTED)
-                        send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0,
-                                     "disconnected by the peer");
-                else
-                        send_ev_conn(x, DAT_CONNECTION_EVENT_BROKEN, NULL, 0,
-                                     "the peer process went away");
+                tell_peer_gone(x, x->gone_reason);
                 conn_free(x);
         }
 }
@@ -2141,12 +2146,8 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                 else if (x->state == CONN_REQUESTED)
                         send_ev_conn(x, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
                                      "the accepting process went away");
-                else if (msg->reason == CM_REASON_DISCONNECTED)
-                        send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0,
-                                     "disconnected by the peer");
                 else
-                        send_ev_conn(x, DAT_CONNECTION_EVENT_BROKEN, NULL, 0,
-                                     "the peer process went away");
+                        tell_peer_gone(x, msg->reason);
                 conn_free(x);
                 return;
         default:
