@@ -1159,7 +1159,6 @@ fail:
         return buf;
 }
 
-/* Another host, passive side: READY and the data connection both came. */
 /* An established end whose other end, at another host, went: DISCONNECTED
  * for a dat_ep_disconnect there, BROKEN otherwise (enum cm_reason). */
 static void tell_peer_gone(Conn *x, uint32_t reason)
@@ -1170,6 +1169,8 @@ static void tell_peer_gone(Conn *x, uint32_t reason)
                 send_ev_conn(x, DAT_CONNECTION_EVENT_BROKEN, NULL, 0, "the peer process went away");
 }
 
+/* Another host, passive side: READY and the data connection both came
+ * (and, if the active end went meanwhile, what it did after). */
 static void passive_remote_check(Conn *x)
 {
         int fd;

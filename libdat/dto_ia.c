@@ -280,11 +280,11 @@ static __thread unsigned app_polls;
 bool dto_evd_poll(struct evd *evd)
 {
         struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
+        bool moved;
 
         if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
                 return false;
-        bool moved;
-
+        moved = poll_all(&ia->dto, false);
         /* The progress thread only needs to know that someone polled
          * lately (APP_POLL_GRACE_NS): the clock is read every few empty
          * polls, and after every poll that found work.  Counting polls
@@ -292,11 +292,9 @@ bool dto_evd_poll(struct evd *evd)
          * EVD runs dry, maybe a few thousand times a second, and a stamp
          * every 64 of those polls would look stale to the progress thread,
          * which would then take every socket event itself, on the
-         * application's CPU. */
-        if ((app_polls++ & 63) == 0)
-                __atomic_store_n(&ia->dto.app_poll_ns, dto_now_ns(), __ATOMIC_RELAXED);
-        moved = poll_all(&ia->dto, false);
-        if (moved)
+         * application's CPU.  (While a poll is inside a step, app_busy
+         * says so.) */
+        if (moved || (app_polls++ & 63) == 0)
                 __atomic_store_n(&ia->dto.app_poll_ns, dto_now_ns(), __ATOMIC_RELAXED);
         return moved;
 }
@@ -373,8 +371,7 @@ static int arm_all(struct dto_ia *t)
         return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 }
 
-/* A channel or pidfd event. */
-/* Returns whether DTO work was done. */
+/* A channel or pidfd event.  Returns whether DTO work was done. */
 static bool on_slot_event(struct dto_ia *t, uint64_t key)
 {
         struct dto_batch b = { 0 };

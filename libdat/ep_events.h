@@ -22,8 +22,10 @@ void ep_post_async_event(struct ia *ia, DAT_HANDLE handle, DAT_COUNT reason);
 /* The same with the event number given (DAT_ASYNC_ERROR_EP_BROKEN, ...). */
 void ia_post_async(struct ia *ia, DAT_EVENT_NUMBER number, DAT_HANDLE handle, DAT_COUNT reason);
 
-/* An EP's DTO streams start / stop feeding their EVDs: unsignalled and
- * solicited-wait streams are counted on the EVD (evd_feed_config_get). */
+/* An EP's DTO streams start / stop feeding their EVDs: each is counted on
+ * its EVD with its completion flags (stream_users, stream_flags: the
+ * dat_ep_create(3DAT) rule that streams on one EVD agree), unsignalled
+ * and solicited-wait ones also by kind (evd_feed_config_get). */
 void ep_streams_attach(const struct ep_streams *s);
 void ep_streams_detach(const struct ep_streams *s);
 
