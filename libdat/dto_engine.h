@@ -301,9 +301,17 @@ void dto_tx_bye(struct dto_ep *d);
  * receive.  Returns whether bytes moved. */
 bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b);
 
-/* Bytes were read ahead and wait in the stash: work, whatever the channel
- * says. */
+/* Bytes were read ahead and wait in the stash, and the receive side can
+ * take them now (it is not stalled): work, whatever the channel says. */
 bool dto_rx_stashed(const struct dto_ep *d);
+
+/* Work on d that no channel event will announce: an acknowledgement owed,
+ * frames waiting for room, bytes in the stash.  A thread that leaves it
+ * behind must kick a progress thread sleeping armed. */
+static inline bool dto_work_left(const struct dto_ep *d)
+{
+        return d->ack_owed != d->ack_sent || dto_tx_pending(d) || dto_rx_stashed(d);
+}
 
 /* Completes our Sends and Writes the peer's cumulative acknowledgement
  * covers, in order. */

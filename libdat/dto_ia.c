@@ -222,7 +222,7 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
          * socket), must not wait for a thread that sleeps without a
          * timeout and without watching for room. */
         if (!wait_for_lock && d->state == DTO_RUNNING &&
-            (d->ack_owed != d->ack_sent || dto_tx_pending(d)) &&
+            dto_work_left(d) &&
             __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED))
                 dto_ia_kick(d->ia);
         pthread_mutex_unlock(&d->lock);

@@ -367,7 +367,7 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                         dto_progress_locked(d, &b);
         }
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
-        kick = d->state == DTO_RUNNING && (dto_tx_pending(d) || d->ack_owed != d->ack_sent) &&
+        kick = d->state == DTO_RUNNING && dto_work_left(d) &&
                __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&d->lock);
         if (kick)
