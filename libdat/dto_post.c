@@ -245,8 +245,13 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
                         dto_tx_flush(d);
         }
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
-        /* Frames wait for room: the progress thread must watch for it. */
-        kick = d->state == DTO_RUNNING && dto_tx_pending(d);
+        /* Frames wait for room: the progress thread must watch for it.  And
+         * the flush may have sent the Read data a stalled frame waited for:
+         * the stash behind it is work again, which a thread sleeping armed
+         * would not see (its bytes left the socket long ago). */
+        kick = d->state == DTO_RUNNING &&
+               (dto_tx_pending(d) ||
+                (dto_work_left(d) && __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED)));
         pthread_mutex_unlock(&d->lock);
         if (kick)
                 dto_ia_kick(d->ia);
