@@ -111,10 +111,17 @@ struct dto_ia {
         /* While an application thread polls (dat_evd_dequeue, the spin of
          * dat_evd_wait), the progress thread does not ask the channels to
          * wake it: no doorbell system call per message, no thread woken to
-         * compete for the CPU.  app_poll_ns: when one last polled (0: it
-         * went to sleep); unarmed: the progress thread sleeps without
-         * having armed the channels (a consumer going to sleep kicks it). */
-        uint64_t app_poll_ns;
+         * compete for the CPU.  app_polls: a count of the polls (those
+         * that found work, and every few empty ones), no clock: reading
+         * the clock costs ~30 ns, a tenth of a same-host round trip;
+         * app_asleep: one went to sleep since (dat_evd_wait); unarmed:
+         * the progress thread sleeps without having armed the channels (a
+         * consumer going to sleep kicks it).  polls_seen, polls_seen_ns:
+         * the progress thread's own, the count it saw last and when it
+         * saw it change. */
+        uint64_t app_polls;
+        bool app_asleep;
+        uint64_t polls_seen, polls_seen_ns;
         /* Application threads inside a step of a data path: one sending a
          * large frame spends a millisecond in sendmsg, long enough for its
          * last poll to look stale; it still polls. */

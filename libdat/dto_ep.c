@@ -509,8 +509,9 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
         if (!ok)
                 return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         if (dto_ia_add(d) < 0) {
-                struct dto_batch b = { 0 };
+                struct dto_batch b;
 
+                DTO_BATCH_EMPTY(b);
                 pthread_mutex_lock(&d->lock);
                 flush_all(d, &b);
                 d->state = DTO_DEAD;
@@ -525,9 +526,10 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
 bool dto_ep_stop(struct ep *ep)
 {
         struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
-        struct dto_batch b = { 0 };
+        struct dto_batch b;
         bool broken, ended;
 
+        DTO_BATCH_EMPTY(b);
         if (!d)
                 return false;
         pthread_mutex_lock(&d->lock);

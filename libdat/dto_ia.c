@@ -244,10 +244,11 @@ static void step_finish(struct dto_ep *d)
 static bool poll_all(struct dto_ia *t, bool wait)
 {
         struct dto_ep *failed[POLL_FAILED_MAX];
-        struct dto_batch b = { 0 };
+        struct dto_batch b;
         unsigned n_failed = 0;
         bool moved = false;
 
+        DTO_BATCH_EMPTY(b);
         if (wait)
                 pthread_mutex_lock(&t->lock);
         else if (pthread_mutex_trylock(&t->lock) != 0)
@@ -260,11 +261,13 @@ static bool poll_all(struct dto_ia *t, bool wait)
                            !dto_tx_pending(d) &&
                             d->rnr_deadline_ns == 0))
                         continue;
+                /* app_busy changes only here, under the table's lock: a
+                 * plain store is enough (the progress thread only reads). */
                 if (!wait)
-                        __atomic_add_fetch(&t->app_busy, 1, __ATOMIC_RELAXED);
+                        __atomic_store_n(&t->app_busy, t->app_busy + 1, __ATOMIC_RELAXED);
                 moved |= step_locked(d, wait, false, &b, &f);
                 if (!wait)
-                        __atomic_sub_fetch(&t->app_busy, 1, __ATOMIC_RELAXED);
+                        __atomic_store_n(&t->app_busy, t->app_busy - 1, __ATOMIC_RELAXED);
                 if (f)
                         failed[n_failed++] = d;
         }
@@ -275,7 +278,8 @@ static bool poll_all(struct dto_ia *t, bool wait)
         return moved;
 }
 
-static __thread unsigned app_polls;
+/* initial-exec: no __tls_get_addr call on every poll. */
+static __thread unsigned app_polls __attribute__((tls_model("initial-exec")));
 
 bool dto_evd_poll(struct evd *evd)
 {
@@ -286,16 +290,23 @@ bool dto_evd_poll(struct evd *evd)
                 return false;
         moved = poll_all(&ia->dto, false);
         /* The progress thread only needs to know that someone polled
-         * lately (APP_POLL_GRACE_NS): the clock is read every few empty
-         * polls, and after every poll that found work.  Counting polls
-         * alone is not enough: a streaming application polls only when its
-         * EVD runs dry, maybe a few thousand times a second, and a stamp
-         * every 64 of those polls would look stale to the progress thread,
-         * which would then take every socket event itself, on the
-         * application's CPU.  (While a poll is inside a step, app_busy
-         * says so.) */
-        if (moved || (app_polls++ & 63) == 0)
-                __atomic_store_n(&ia->dto.app_poll_ns, dto_now_ns(), __ATOMIC_RELAXED);
+         * lately (APP_POLL_GRACE_NS): the count moves after every poll
+         * that found work and every 64th empty one.  Empty polls alone
+         * are not enough: a streaming application polls only when its EVD
+         * runs dry, maybe a few thousand times a second, and one count in
+         * 64 of those polls would look stale to the progress thread, which
+         * would then take every socket event itself, on the application's
+         * CPU.  (While a poll is inside a step, app_busy says so.)  One
+         * count for every application thread: a count two threads
+         * increment at once moves all the same. */
+        if (moved || (app_polls++ & 63) == 0) {
+                struct dto_ia *t = &ia->dto;
+
+                if (__atomic_load_n(&t->app_asleep, __ATOMIC_RELAXED))
+                        __atomic_store_n(&t->app_asleep, false, __ATOMIC_RELAXED);
+                __atomic_store_n(&t->app_polls, __atomic_load_n(&t->app_polls, __ATOMIC_RELAXED) + 1,
+                                 __ATOMIC_RELAXED);
+        }
         return moved;
 }
 
@@ -305,7 +316,7 @@ void dto_evd_sleep_prepare(struct evd *evd)
 
         if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
                 return;
-        __atomic_store_n(&ia->dto.app_poll_ns, 0, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&ia->dto.app_asleep, true, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&ia->dto.unarmed, __ATOMIC_SEQ_CST))
                 dto_ia_kick(ia);
 }
@@ -374,10 +385,11 @@ static int arm_all(struct dto_ia *t)
 /* A channel or pidfd event.  Returns whether DTO work was done. */
 static bool on_slot_event(struct dto_ia *t, uint64_t key)
 {
-        struct dto_batch b = { 0 };
+        struct dto_batch b;
         struct dto_ep *d;
         bool finish = false, moved = false;
 
+        DTO_BATCH_EMPTY(b);
         pthread_mutex_lock(&t->lock);
         d = slot_lookup(t, key);
         if (d) {
@@ -453,13 +465,23 @@ static void quiet_all(struct dto_ia *t)
         pthread_mutex_unlock(&t->lock);
 }
 
-/* Whether an application thread polled within the grace, or is polling
- * right now.  Its stamp may be newer than our clock reading (it polled in
- * between): that is recent. */
-static bool app_polled_lately(const struct dto_ia *t, uint64_t polled, uint64_t now)
+/* Whether an application thread polled within the grace (the count moved
+ * since the progress thread last looked, or it moved less than a grace
+ * ago), or is polling right now.  The progress thread's own. */
+static bool app_polled_lately(struct dto_ia *t, uint64_t now)
 {
-        return (polled && (polled >= now || now - polled < APP_POLL_GRACE_NS)) ||
-               __atomic_load_n(&t->app_busy, __ATOMIC_RELAXED) > 0;
+        uint64_t polls = __atomic_load_n(&t->app_polls, __ATOMIC_SEQ_CST);
+
+        if (__atomic_load_n(&t->app_busy, __ATOMIC_RELAXED) > 0)
+                return true;
+        if (__atomic_load_n(&t->app_asleep, __ATOMIC_SEQ_CST))
+                return false;
+        if (polls != t->polls_seen) {
+                t->polls_seen = polls;
+                t->polls_seen_ns = now;
+                return true;
+        }
+        return now - t->polls_seen_ns < APP_POLL_GRACE_NS;
 }
 
 /* How the progress thread waits this round: *tsp NULL for no bound.
@@ -470,18 +492,16 @@ static bool app_polled_lately(const struct dto_ia *t, uint64_t polled, uint64_t 
 static bool plan_wait(struct dto_ia *t, uint64_t last_work, unsigned *quiet_rounds,
                       struct timespec *ts, struct timespec **tsp)
 {
-        uint64_t now = dto_now_ns(), polled;
+        uint64_t now = dto_now_ns();
         int timeout;
 
-        polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
-        if (app_polled_lately(t, polled, now)) {
+        if (app_polled_lately(t, now)) {
                 /* A consumer going to sleep kicks us out of this. */
                 __atomic_store_n(&t->unarmed, true, __ATOMIC_SEQ_CST);
-                polled = __atomic_load_n(&t->app_poll_ns, __ATOMIC_SEQ_CST);
-                if (app_polled_lately(t, polled, now)) {
-                        uint64_t left = polled >= now || now - polled >= APP_POLL_GRACE_NS
-                                                ? APP_POLL_GRACE_NS
-                                                : APP_POLL_GRACE_NS - (now - polled);
+                if (app_polled_lately(t, now)) {
+                        uint64_t since = now - t->polls_seen_ns;
+                        uint64_t left = since >= APP_POLL_GRACE_NS ? APP_POLL_GRACE_NS
+                                                                   : APP_POLL_GRACE_NS - since;
 
                         /* Each wake-up steals the polling thread's CPU for
                          * a few µs (the tail of a ping-pong): while it goes

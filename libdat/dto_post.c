@@ -193,12 +193,13 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
 {
         struct ep *ep = ep_lookup(ep_handle);
         DAT_DTO_COMPLETION_STATUS local = DAT_DTO_SUCCESS;
-        struct dto_batch b = { 0 };
+        struct dto_batch b;
         struct dto_ep *d;
         uint64_t total, length;
         DAT_RETURN ret;
         bool outside, finish, kick;
 
+        DTO_BATCH_EMPTY(b);
         if (!ep)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
         ret = check_request(ep, a);
@@ -334,12 +335,13 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                                      DAT_COMPLETION_FLAGS completion_flags)
 {
         struct ep *ep = ep_lookup(ep_handle);
-        struct dto_batch b = { 0 };
+        struct dto_batch b;
         struct dto_recv *r;
         struct dto_ep *d;
         DAT_RETURN ret;
         bool finish, kick;
 
+        DTO_BATCH_EMPTY(b);
         if (!ep)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
         ret = check_recv(ep, num_segments, local_iov, completion_flags);
@@ -398,12 +400,13 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
                          DAT_VA_TYPE va_type, DAT_RMR_COOKIE cookie,
                          DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT *context)
 {
-        struct dto_batch b = { 0 };
+        struct dto_batch b;
         struct dto_ep *d = dto_ep_get(ep);
         DAT_RMR_CONTEXT ctx = 0;
         struct dto_req *r;
         DAT_RETURN ret;
 
+        DTO_BATCH_EMPTY(b);
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         pthread_mutex_lock(&d->lock);

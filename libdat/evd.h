@@ -114,7 +114,14 @@ struct evd_deferred {
 
 DAT_RETURN evd_post_deferred(struct evd *evd, const DAT_EVENT *event, bool notify,
                              struct evd_deferred *d);
-void evd_deferred_run(struct evd_deferred *d);
+void evd_deferred_run_all(struct evd_deferred *d);
+
+/* Runs what d collected; the common case, nothing, costs no call. */
+static inline void evd_deferred_run(struct evd_deferred *d)
+{
+        if (d->n_notice | d->n_overflowed)
+                evd_deferred_run_all(d);
+}
 
 /* evd_post(evd, event, true). */
 DAT_RETURN evd_post_event(struct evd *evd, const DAT_EVENT *event);

@@ -225,7 +225,7 @@ DAT_RETURN evd_post_deferred(struct evd *evd, const DAT_EVENT *event, bool notif
         return ret;
 }
 
-void evd_deferred_run(struct evd_deferred *d)
+void evd_deferred_run_all(struct evd_deferred *d)
 {
         for (unsigned i = 0; i < d->n_notice; i++) {
                 struct cno_notice notice = { .agent = d->notice[i].agent,

@@ -321,43 +321,71 @@ static inline void post_ctl_recv(struct db_conn *c)
         post_recv(c, c->ctl_rx, sizeof(*c->ctl_rx));
 }
 
+/* Latency phases keep receives posted ahead (LAT_RECV_AHEAD), as
+ * ping-pong programs over RDMA do (and fi_pingpong and ucx_perftest):
+ * each side posts the receive after next while its message is in flight,
+ * so that the round trip is post → arrival → completion → post, with no
+ * dat_ep_post_recv between a completion and the answer. */
+#define LAT_RECV_AHEAD 2
+
+/* The receives one side of a latency phase takes, in order: n messages
+ * into buf (len bytes each), then, for the server, the next control
+ * message. */
+struct lat_recvs {
+        uint64_t posted, n;
+        void *buf;
+        size_t len;
+        bool then_ctl;
+};
+
+/* Posts the next receive of the sequence; false when none is left. */
+static inline bool lat_recv_next(struct db_conn *c, struct lat_recvs *r)
+{
+        if (r->posted < r->n)
+                post_recv(c, r->buf, r->len);
+        else if (r->posted == r->n && r->then_ctl)
+                post_ctl_recv(c);
+        else
+                return false;
+        r->posted++;
+        return true;
+}
+
+static void lat_recv_ahead(struct db_conn *c, struct lat_recvs *r)
+{
+        while (r->posted < LAT_RECV_AHEAD && lat_recv_next(c, r))
+                ;
+}
+
 /* The server's side of each phase, as its control message says.  Each
  * posts the next control receive before the last message of the phase. */
 static void serve_send_lat(struct db_conn *c, size_t size, bool block, uint64_t n)
 {
-        if (n > 0)
-                post_recv(c, dst(c), size);
-        else
-                post_ctl_recv(c);
+        struct lat_recvs r = { .n = n, .buf = dst(c), .len = size, .then_ctl = true };
+
+        lat_recv_ahead(c, &r);
         post_send(c, NULL, 0);          /* ready */
         for (uint64_t i = 0; i < n; i++) {
                 wait_recv(c, block);
-                if (i + 1 < n)
-                        post_recv(c, dst(c), size);
-                else
-                        post_ctl_recv(c);
                 post_send(c, src(c), size);
+                lat_recv_next(c, &r);
                 reap_requests(c);
         }
 }
 
 static void serve_write_lat(struct db_conn *c, size_t size, bool block, uint64_t n)
 {
+        struct lat_recvs r = { .n = block ? n : 0, .buf = c->note, .len = 8, .then_ctl = true };
+
         dst(c)[size - 1] = 0;
-        if (block && n > 0)
-                post_recv(c, c->note, 8);
-        else
-                post_ctl_recv(c);
+        lat_recv_ahead(c, &r);
         post_send(c, NULL, 0);          /* ready */
         for (uint64_t i = 0; i < n; i++) {
                 if (block) {
                         wait_recv(c, true);
-                        if (i + 1 < n)
-                                post_recv(c, c->note, 8);
-                        else
-                                post_ctl_recv(c);
                         post_rdma(c, true, size);
                         post_send(c, NULL, 0);
+                        lat_recv_next(c, &r);
                 } else {
                         wait_byte(c, size, seq_byte(i));
                         src(c)[size - 1] = seq_byte(i);
@@ -537,27 +565,34 @@ static uint64_t lat_phase(struct db_conn *c, enum db_test test, bool block, size
                           uint64_t n, struct samples *s)
 {
         struct db_ctl ctl = { .test = test, .block = block, .size = size, .count = n };
+        /* phase_start posts the first receive of the replies. */
+        struct lat_recvs r = { .posted = 1, .n = n };
         uint64_t t0, t1, start;
 
         if (test == DB_T_WRITE_LAT) {
                 dst(c)[size - 1] = 0;
                 phase_start(c, &ctl, block && n ? c->note + 8 : NULL, 8);
+                r.buf = c->note + 8;
+                r.len = 8;
+                if (!block)
+                        r.n = 0;
         } else {
                 phase_start(c, &ctl, n ? dst(c) : NULL, size);
+                r.buf = dst(c);
+                r.len = size;
         }
+        lat_recv_ahead(c, &r);
         t0 = start = bench_now_ns();
         for (uint64_t i = 0; i < n; i++) {
                 if (test == DB_T_SEND_LAT) {
                         post_send(c, src(c), size);
+                        lat_recv_next(c, &r);
                         wait_recv(c, block);
-                        if (i + 1 < n)
-                                post_recv(c, dst(c), size);
                 } else if (block) {
                         post_rdma(c, true, size);
                         post_send(c, NULL, 0);
+                        lat_recv_next(c, &r);
                         wait_recv(c, true);
-                        if (i + 1 < n)
-                                post_recv(c, c->note + 8, 8);
                 } else {
                         src(c)[size - 1] = seq_byte(i);
                         post_rdma(c, true, size);
