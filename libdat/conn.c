@@ -88,20 +88,25 @@ static void trace_event(const struct ia *ia, const struct ep *ep, uint32_t conn_
                   endpoint_text(&ep->remote_address, ep->remote_port, remote), event);
 }
 
+/* Posts a connection event of ep; pinned: the caller's pin on ep ends
+ * here, once the event is made and before the EVD may call a CNO's agent
+ * (which may free the EP). */
 static void post_conn_event(DAT_EVD_HANDLE evd_handle, DAT_EVENT_NUMBER number, struct ep *ep,
-                            DAT_COUNT pd_len)
+                            DAT_COUNT pd_len, bool pinned)
 {
         DAT_EVENT event = { .event_number = number };
-        struct evd *evd = evd_lookup(evd_handle);
+        struct evd *evd;
 
-        if (!evd)
-                return;
         event.event_data.connect_event_data = (DAT_CONNECTION_EVENT_DATA){
                 .ep_handle = ep->obj.handle,
                 .private_data_size = pd_len,
                 .private_data = pd_len ? ep->event_pd : NULL,
         };
-        (void)evd_post_event(evd, &event);
+        if (pinned)
+                ep_unpin(ep);
+        evd = evd_lookup(evd_handle);
+        if (evd)
+                (void)evd_post_event(evd, &event);
 }
 
 /* Where an event of a connection stream takes an EP in state s, or -1 if
@@ -143,22 +148,31 @@ static struct ep *event_ep_locked(struct ia *ia, const struct datp_ev_conn *ev)
         return ep;
 }
 
+void (*conn_test_stop_hook)(void);
+
 /* The end of a connection: what the peer sent before still arrives, then
  * the data path flushes.  Returns the event to report: BROKEN when the
  * data path had failed (an error completion) whatever datd said. */
 static uint32_t stop_data_path(struct ia *ia, const struct datp_ev_conn *ev)
 {
         struct ep *ep;
+        bool broken;
 
         if (ev->event != DAT_CONNECTION_EVENT_DISCONNECTED &&
             ev->event != DAT_CONNECTION_EVENT_BROKEN)
                 return ev->event;
         dat_object_lock();
         ep = event_ep_locked(ia, ev);
+        if (ep)
+                ep_pin_locked(ep);
         dat_object_unlock();
-        if (ep && dto_ep_stop(ep))
-                return DAT_CONNECTION_EVENT_BROKEN;
-        return ev->event;
+        if (!ep)
+                return ev->event;
+        if (conn_test_stop_hook)
+                conn_test_stop_hook();
+        broken = dto_ep_stop(ep);
+        ep_unpin(ep);
+        return broken ? DAT_CONNECTION_EVENT_BROKEN : ev->event;
 }
 
 static void send_disconnect_nowait(struct ep *ep, uint32_t conn_id, bool graceful);
@@ -188,6 +202,8 @@ void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev_in)
                           ev->conn_id, ev->event, ep->state);
                 return;
         }
+        /* dat_ep_free waits while we go on without the lock. */
+        ep_pin_locked(ep);
         __atomic_store_n(&ep->state, (DAT_EP_STATE)next, __ATOMIC_RELEASE);
         ep->conn_id = ev->conn_id;
         pd_len = (DAT_COUNT)(ev->pd_len <= DATP_PRIVATE_DATA_MAX ? ev->pd_len : 0);
@@ -209,7 +225,7 @@ void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev_in)
                 pd_len = 0;
         }
         ep_mirror_nowait(ep);
-        post_conn_event(evd_handle, (DAT_EVENT_NUMBER)ev->event, ep, pd_len);
+        post_conn_event(evd_handle, (DAT_EVENT_NUMBER)ev->event, ep, pd_len, true);
 }
 
 static bool has_connection(DAT_EP_STATE s)
@@ -229,7 +245,8 @@ static struct ep *break_one_locked(struct ia *ia)
                 if (o->ops->type != DAT_HANDLE_TYPE_EP)
                         continue;
                 ep = dat_container_of(o, struct ep, obj);
-                if (!has_connection(ep->state))
+                /* One being freed ends its connection itself. */
+                if (!has_connection(ep->state) || ep->obj.closing)
                         continue;
                 __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);
                 ep->event_pd_len = 0;
@@ -247,12 +264,14 @@ void conn_ia_broken(struct ia *ia)
                 dat_object_lock();
                 ep = break_one_locked(ia);
                 evd_handle = ep ? ep->connect_evd : DAT_HANDLE_NULL;
+                if (ep)
+                        ep_pin_locked(ep);
                 dat_object_unlock();
                 if (!ep)
                         break;
                 dto_ep_stop(ep);
                 /* No lock held: the EVD may trigger a CNO's agent. */
-                post_conn_event(evd_handle, DAT_CONNECTION_EVENT_BROKEN, ep, 0);
+                post_conn_event(evd_handle, DAT_CONNECTION_EVENT_BROKEN, ep, 0, true);
         }
         ep_post_async_event(ia, ia->obj.handle, DAT_IA_CATASTROPHIC_ERROR);
 }
@@ -311,7 +330,7 @@ static void end_connection(struct ep *ep, DAT_EVENT_NUMBER event, bool graceful)
                 return;
         send_disconnect_nowait(ep, conn_id, graceful);
         ep_mirror_nowait(ep);
-        post_conn_event(evd_handle, event, ep, 0);
+        post_conn_event(evd_handle, event, ep, 0, false);
 }
 
 void conn_ep_data_failed(struct ep *ep)
@@ -590,7 +609,7 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
         dat_object_unlock();
         if (done) {
                 ep_mirror_nowait(ep);
-                post_conn_event(evd_handle, DAT_CONNECTION_EVENT_DISCONNECTED, ep, 0);
+                post_conn_event(evd_handle, DAT_CONNECTION_EVENT_DISCONNECTED, ep, 0, false);
         }
         return DAT_SUCCESS;
 }

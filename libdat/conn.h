@@ -86,6 +86,11 @@ void conn_finish_disconnect(struct ep *ep);
  * if it has one or one is being set up; no event. */
 void conn_ep_abort(struct ep *ep);
 
+/* Tests only (libdatcore; never set in the shipped library): called by the
+ * progress thread while it dispatches a disconnection, with the EP found
+ * and pinned, before its data path stops. */
+extern void (*conn_test_stop_hook)(void);
+
 /* conn.c: the private data checks every call shares: size in
  * [0, the IA's max_private_data] (else arg size_arg), a pointer when size
  * > 0 (else arg size_arg + 1). */

@@ -431,6 +431,8 @@ void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int
         ep = ep_lookup((DAT_EP_HANDLE)(uintptr_t)ev->ep_handle);
         if (ep && (ep->obj.parent != &ia->obj || ep->obj.closing))
                 ep = NULL;
+        if (ep)
+                ep_pin_locked(ep);
         dat_object_unlock();
         if (!ep) {
                 dat_trace("data channel of connection %u for no EP of ours: closed", ev->conn_id);
@@ -441,10 +443,12 @@ void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int
         if (r < 0) {
                 dat_trace("EP %p: data channel of connection %u unusable: %s", ep->obj.handle,
                           ev->conn_id, strerror(-r));
+                ep_unpin(ep);
                 return;
         }
         d = dto_ep_get(ep);
         if (!d) {
+                ep_unpin(ep);
                 channel_destroy(ch);
                 return;
         }
@@ -457,6 +461,7 @@ void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int
                 d->offered_conn_id = ev->conn_id;
         }
         pthread_mutex_unlock(&d->lock);
+        ep_unpin(ep);
         channel_destroy(old);
 }
 

@@ -42,6 +42,7 @@
 #include "libdat/ep_attr.h"
 #include "libdat/ep_events.h"
 #include "libdat/evd.h"
+#include "libdat/evd_wait.h"
 #include "libdat/ia.h"
 #include "libdat/pz.h"
 #include "libdat/srq.h"
@@ -741,6 +742,17 @@ static bool ep_free_forbidden(DAT_EP_STATE s)
         }
 }
 
+void ep_pin_locked(struct ep *ep)
+{
+        ep->pins++;
+        ep->pin_thread = pthread_self();
+}
+
+void ep_unpin(struct ep *ep)
+{
+        __atomic_sub_fetch(&ep->pins, 1, __ATOMIC_RELEASE);
+}
+
 _public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
 {
         struct ep *ep = ep_lookup(ep_handle);
@@ -756,12 +768,20 @@ _public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
         }
         /* Another object (an RSP, a CR) still holds the EP: its state says which. */
-        if (ep_free_forbidden(state) || ep->obj.users > 0) {
+        /* Another object (an RSP, a CR) still holds the EP: its state says
+         * which.  Or we are inside a callback of a thread that pinned it. */
+        if (ep_free_forbidden(state) || ep->obj.users > 0 ||
+            (ep->pins > 0 && pthread_equal(ep->pin_thread, pthread_self()))) {
                 dat_object_unlock();
                 return ep_invalid_state(state);
         }
         ep->obj.closing = true;
         dat_object_unlock();
+        /* The progress thread may be dispatching an event of this EP (a
+         * disconnection that stops its data path): nothing is torn down
+         * under it. */
+        while (__atomic_load_n(&ep->pins, __ATOMIC_ACQUIRE) > 0)
+                dat_nap();
 
         /* dat_ep_free(3DAT): "The destruction of the Endpoint during
          * connection setup aborts connection establishment"; a connected

@@ -18,6 +18,7 @@
 #ifndef DATD_LIBDAT_EP_H
 #define DATD_LIBDAT_EP_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -78,10 +79,25 @@ struct ep {
 
         /* The data path (dto.h), made at the first DTO or connection. */
         struct dto_ep *dto;
+
+        /* Pins (ep_pin_locked): threads that found the EP under
+         * dat_object_lock and go on using it without the lock (the
+         * progress thread dispatching datd's events); dat_ep_free waits
+         * for them.  pin_thread: the last thread that pinned it. */
+        unsigned pins;
+        pthread_t pin_thread;
 };
 
 /* The EP a handle names, or NULL. */
 struct ep *ep_lookup(DAT_EP_HANDLE handle);
+
+/* Keeps an EP found under dat_object_lock (and not closing) alive after
+ * the lock drops: dat_ep_free waits until ep_unpin.  Pins are held across
+ * no consumer callback but the CNO notices of the data path's completions;
+ * a dat_ep_free called from such a callback, on the pinning thread, is
+ * refused (DAT_INVALID_STATE) instead of waiting for itself. */
+void ep_pin_locked(struct ep *ep);
+void ep_unpin(struct ep *ep);
 
 /* The IA an EP was created on. */
 struct ia *ep_ia(const struct ep *ep);

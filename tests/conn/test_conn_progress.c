@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "libdat/conn.h"
 #include "libdat/ep.h"
 #include "proto/datp.h"
 #include "tests/conn/conn_test.h"
@@ -447,6 +448,70 @@ Test(progress, disconnect_ends_with_one_disconnected_event)
         pthread_mutex_lock(&fk.lock);
         cr_expect_eq(fk.disconnects, 1);
         pthread_mutex_unlock(&fk.lock);
+}
+
+/* conn_test_stop_hook: the progress thread, inside the dispatch of a
+ * DISCONNECTED, tells the test and takes its time. */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        DAT_EP_HANDLE ep;
+        bool entered, dto_kept;
+} stop_hook = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, DAT_HANDLE_NULL, false,
+                false };
+
+static void slow_stop_hook(void)
+{
+        struct ep *ep;
+
+        pthread_mutex_lock(&stop_hook.lock);
+        stop_hook.entered = true;
+        pthread_cond_broadcast(&stop_hook.cond);
+        pthread_mutex_unlock(&stop_hook.lock);
+        /* Long enough for a dat_ep_free that does not wait to destroy the
+         * data path.  The EP object itself outlives this: dat_ep_free's
+         * last round trip to datd needs this thread. */
+        usleep(300 * 1000);
+        ep = ep_lookup(stop_hook.ep);
+        pthread_mutex_lock(&stop_hook.lock);
+        stop_hook.dto_kept = ep && __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE) != NULL;
+        pthread_mutex_unlock(&stop_hook.lock);
+}
+
+/* dat_ep_free(3DAT) of an EP Disconnected here (no connection left to end:
+ * no round trip to datd first) while the progress thread dispatches datd's
+ * DISCONNECTED for it: the free waits for the dispatch, which would
+ * otherwise stop a data path already freed.  (Debian's dapltest server
+ * deadlocked on such a freed lock about once in 40 runs.) */
+Test(progress, ep_free_waits_for_the_dispatch_of_its_disconnection)
+{
+        union datp_message m;
+        DAT_EP_HANDLE ep = connecting_ep();
+        bool entered, dto_kept;
+
+        ev_conn(&m, ep, 9, DAT_CONNECTION_EVENT_ESTABLISHED, 0);
+        fake_send(&m);
+        expect_event(s.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_assert_eq(dat_ep_disconnect(ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        expect_event(s.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        stop_hook.ep = ep;
+        conn_test_stop_hook = slow_stop_hook;
+        ev_conn(&m, ep, 9, DAT_CONNECTION_EVENT_DISCONNECTED, 0);
+        fake_send(&m);
+        pthread_mutex_lock(&stop_hook.lock);
+        while (!stop_hook.entered)
+                pthread_cond_wait(&stop_hook.cond, &stop_hook.lock);
+        pthread_mutex_unlock(&stop_hook.lock);
+        cr_assert_eq(dat_ep_free(ep), DAT_SUCCESS);
+        pthread_mutex_lock(&stop_hook.lock);
+        entered = stop_hook.entered;
+        dto_kept = stop_hook.dto_kept;
+        pthread_mutex_unlock(&stop_hook.lock);
+        conn_test_stop_hook = NULL;
+        cr_assert(entered);
+        cr_expect(dto_kept, "dat_ep_free destroyed the EP's data path while the progress "
+                            "thread was stopping it");
+        cr_expect(evd_empty(s.conn_evd));
 }
 
 /* A message that fails datp_validate is not from a working datd: the

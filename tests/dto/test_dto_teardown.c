@@ -479,6 +479,89 @@ Test(DTO_SUITE(teardown), ep_free_with_dtos_outstanding_completes_nothing)
         dto_run(&cfg, free_outstanding_server, free_outstanding_client, NULL);
 }
 
+/* ---- dat_ep_free racing the peer's disconnect -------------------------------- */
+
+#define RACE_ROUNDS 300
+
+static void new_ep(struct dto_side *s)
+{
+        DTO_ASSERT_EQ(dat_ep_create(s->ia, s->pz, s->recv_evd, s->request_evd, s->conn_evd,
+                                    &s->ep_attr, &s->ep[0]),
+                      DAT_SUCCESS);
+}
+
+/* Spins for about us microseconds (a sleep would round up to the
+ * scheduler's granularity; the window is a few microseconds wide). */
+static void spin_us(unsigned us)
+{
+        struct timespec t0, t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do
+                clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)us);
+}
+
+/* The client disconnects; the server frees its EP when it hears of it,
+ * at a different moment of each round.  It hears first from the data
+ * path (the client's goodbye comes through the channel), and datd's
+ * DISCONNECTED comes some microseconds later: in some rounds the server's
+ * progress thread dispatches it (stopping the data path) while dat_ep_free
+ * destroys the EP. */
+static void race_server(struct dto_side *s, void *arg)
+{
+        DAT_EVENT ev;
+
+        (void)arg;
+        for (unsigned round = 0; round < RACE_ROUNDS; round++) {
+                if (round > 0) {
+                        new_ep(s);
+                        /* dto_connect makes the listener anew. */
+                        DTO_ASSERT_EQ(dat_psp_free(s->psp), DAT_SUCCESS);
+                }
+                dto_connect(s);
+                dto_barrier(s);
+                expect_connection_ended(s, s->ep[0]);
+                DTO_ASSERT_EQ(dat_ep_free(s->ep[0]), DAT_SUCCESS);
+                s->ep[0] = DAT_HANDLE_NULL;
+                /* Nothing more of the freed EP. */
+                DTO_ASSERT(dat_evd_dequeue(s->conn_evd, &ev) != DAT_SUCCESS);
+                dto_barrier(s);
+        }
+}
+
+static void race_client(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        for (unsigned round = 0; round < RACE_ROUNDS; round++) {
+                if (round > 0)
+                        new_ep(s);
+                dto_connect(s);
+                dto_barrier(s);
+                DTO_ASSERT_EQ(dat_ep_disconnect(s->ep[0], DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+                expect_connection_ended(s, s->ep[0]);
+                spin_us(round % 100);
+                DTO_ASSERT_EQ(dat_ep_free(s->ep[0]), DAT_SUCCESS);
+                s->ep[0] = DAT_HANDLE_NULL;
+                dto_barrier(s);
+        }
+}
+
+/* dat_ep_free(3DAT) "in any Endpoint state", right after the connection
+ * ended, round after round, while datd's own DISCONNECTED for each side is
+ * still on its way: each free succeeds, nothing of a freed EP comes after
+ * it, and (LeakSanitizer, in the sanitizer build) nothing leaks.  The
+ * exact interleaving that once made the progress thread stop a freed data
+ * path is forced in test_conn_progress
+ * (ep_free_waits_for_the_dispatch_of_its_disconnection); this is the
+ * churn around it. */
+Test(DTO_SUITE(teardown), ep_free_right_after_disconnect_round_after_round)
+{
+        struct dto_config cfg = { .no_connect = true, .timeout_ms = 50000 };
+
+        dto_run(&cfg, race_server, race_client, NULL);
+}
+
 #define SRQ_BUFFERS 8
 #define SRQ_MSG (1 * MIB)
 
