@@ -35,9 +35,12 @@ struct channel_ops {
         void (*disarm)(struct channel *ch);
         /* poll_fd polled readable: reset it. */
         void (*woken)(struct channel *ch);
-        /* Events poll_fd must be watched for (EPOLLIN, | EPOLLOUT when
-         * want_room and the kernel says when there is room). */
-        unsigned (*poll_events)(struct channel *ch, bool want_room);
+        /* Events poll_fd must be watched for: for data when want_data
+         * (not while the data path takes nothing in: a level-triggered
+         * readable socket it does not read would wake the progress thread
+         * without end), for room when want_room and the kernel says when
+         * there is room. */
+        unsigned (*poll_events)(struct channel *ch, bool want_data, bool want_room);
         /* This end writes no more (the peer reads -EPIPE after the rest). */
         void (*shutdown)(struct channel *ch);
         void (*destroy)(struct channel *ch);

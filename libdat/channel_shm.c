@@ -67,9 +67,10 @@ static void shm_woken(struct channel *ch)
         shm_link_doorbell_drain(&to_shm(ch)->link);
 }
 
-static unsigned shm_poll_events(struct channel *ch, bool want_room)
+static unsigned shm_poll_events(struct channel *ch, bool want_data, bool want_room)
 {
         (void)ch;
+        (void)want_data;
         (void)want_room;
         /* Room and data both ring the same doorbell. */
         return EPOLLIN;

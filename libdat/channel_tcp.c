@@ -98,10 +98,11 @@ static void tcp_woken(struct channel *ch)
         (void)ch;
 }
 
-static unsigned tcp_poll_events(struct channel *ch, bool want_room)
+static unsigned tcp_poll_events(struct channel *ch, bool want_data, bool want_room)
 {
         (void)ch;
-        return EPOLLIN | EPOLLRDHUP | (want_room ? EPOLLOUT : 0);
+        /* The peer's end of stream is data too: it stays readable. */
+        return (want_data ? EPOLLIN | EPOLLRDHUP : 0) | (want_room ? EPOLLOUT : 0);
 }
 
 static void tcp_shutdown(struct channel *ch)

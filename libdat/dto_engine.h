@@ -121,6 +121,10 @@ struct dto_ep {
         bool registered;                /* in the IA's table (dto_ia.c) */
         uint32_t slot;                  /* ... at this slot */
         unsigned poll_events;           /* what epoll watches its channel for */
+        /* The progress thread armed the channel without data (its receive
+         * side was blocked, dto_rx_blocked): whoever unblocks it must kick
+         * the progress thread to watch for data again (dto_work_left). */
+        bool rx_unwatched;
         bool fail_pending;              /* failed: dto_finish must tell the connection code */
         bool graceful_done;             /* a deferred graceful disconnect may proceed */
         bool fail_after_tx;             /* a fatal response is queued: fail once it is out */
@@ -306,6 +310,12 @@ void dto_tx_bye(struct dto_ep *d);
  * receive.  Returns whether bytes moved. */
 bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b);
 
+/* The receive side takes nothing in until something else happens: a Send
+ * waits for a receive (dat_ep_post_recv or its deadline wakes it), or a
+ * request waits for the Read data ahead of it to go out (room in the
+ * channel wakes it). */
+bool dto_rx_blocked(const struct dto_ep *d);
+
 /* Bytes were read ahead and wait in the stash, and the receive side can
  * take them now (it is not stalled): work, whatever the channel says. */
 bool dto_rx_stashed(const struct dto_ep *d);
@@ -315,7 +325,8 @@ bool dto_rx_stashed(const struct dto_ep *d);
  * behind must kick a progress thread sleeping armed. */
 static inline bool dto_work_left(const struct dto_ep *d)
 {
-        return d->ack_owed != d->ack_sent || dto_tx_pending(d) || dto_rx_stashed(d);
+        return d->ack_owed != d->ack_sent || dto_tx_pending(d) || dto_rx_stashed(d) ||
+               (d->rx_unwatched && !dto_rx_blocked(d));
 }
 
 /* Completes our Sends and Writes the peer's cumulative acknowledgement

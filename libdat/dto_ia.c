@@ -122,7 +122,7 @@ int dto_ia_add(struct dto_ep *d)
                 t->n_slots = n;
         }
         t->slots[slot].gen++;
-        r = watch(t, d->ch->poll_fd, d->ch->ops->poll_events(d->ch, false),
+        r = watch(t, d->ch->poll_fd, d->ch->ops->poll_events(d->ch, true, false),
                   slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
         if (r == 0 && d->ch->peer_pidfd >= 0)
                 r = watch(t, d->ch->peer_pidfd, EPOLLIN,
@@ -135,7 +135,7 @@ int dto_ia_add(struct dto_ep *d)
         t->slots[slot].d = d;
         t->n_used++;
         d->slot = slot;
-        d->poll_events = d->ch->ops->poll_events(d->ch, false);
+        d->poll_events = d->ch->ops->poll_events(d->ch, true, false);
         d->registered = true;
         t->watching = true;
         pthread_mutex_unlock(&t->lock);
@@ -257,9 +257,14 @@ static bool poll_all(struct dto_ia *t, bool wait)
                 struct dto_ep *d = t->slots[i].d;
                 bool f = false;
 
+                /* An acknowledgement owed is work too: two ends that each
+                 * wait for the other's acknowledgement (their requests'
+                 * completions) while their applications poll would wait
+                 * for ever -- the progress thread leaves polled channels
+                 * alone, and the step sends it (dto_tx_ack). */
                 if (!d || (!wait && !d->ch->ops->readable(d->ch) && !dto_rx_stashed(d) &&
-                           !dto_tx_pending(d) &&
-                            d->rnr_deadline_ns == 0))
+                           !dto_tx_pending(d) && d->ack_owed == d->ack_sent &&
+                           d->rnr_deadline_ns == 0))
                         continue;
                 /* app_busy changes only here, under the table's lock: a
                  * plain store is enough (the progress thread only reads). */
@@ -346,7 +351,7 @@ static int arm_all(struct dto_ia *t)
         pthread_mutex_lock(&t->lock);
         for (uint32_t i = 0; i < t->n_slots; i++) {
                 struct dto_ep *d = t->slots[i].d;
-                bool want_room;
+                bool want_room, want_data;
                 unsigned events;
 
                 if (!d)
@@ -354,7 +359,8 @@ static int arm_all(struct dto_ia *t)
                 pthread_mutex_lock(&d->lock);
                 if (d->state == DTO_RUNNING) {
                         want_room = dto_tx_pending(d);
-                        events = d->ch->ops->poll_events(d->ch, want_room);
+                        want_data = !dto_rx_blocked(d);
+                        events = d->ch->ops->poll_events(d->ch, want_data, want_room);
                         if (events != d->poll_events) {
                                 struct epoll_event ev = {
                                         .events = events,
@@ -364,10 +370,15 @@ static int arm_all(struct dto_ia *t)
                                 if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, d->ch->poll_fd, &ev) == 0)
                                         d->poll_events = events;
                         }
+                        d->rx_unwatched = !want_data;
                         if (d->poll_events)
                                 t->watching = true;
-                        if (!d->ch->ops->arm(d->ch, want_room) || d->ack_owed != d->ack_sent ||
-                            dto_rx_stashed(d))
+                        /* An acknowledgement owed is work unless the
+                         * channel is full (room wakes us, and it goes out
+                         * with the rest): counted then, it made this
+                         * thread spin on a peer that reads nothing. */
+                        if (!d->ch->ops->arm(d->ch, want_room) ||
+                            (d->ack_owed != d->ack_sent && !want_room) || dto_rx_stashed(d))
                                 work = true;
                         if (d->rnr_deadline_ns && (!next || d->rnr_deadline_ns < next))
                                 next = d->rnr_deadline_ns;

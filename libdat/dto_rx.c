@@ -652,13 +652,18 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
         return r;
 }
 
+bool dto_rx_blocked(const struct dto_ep *d)
+{
+        return d->rx_state == DTO_RX_ACTION && (d->rnr_deadline_ns || d->read_data_pending);
+}
+
 bool dto_rx_stashed(const struct dto_ep *d)
 {
         /* A frame stalled in its action (a Send waiting for a receive, a
          * request waiting for Read data to go out) takes nothing more until
          * what it waits for happens, and that comes with its own wake-up:
          * counting its stash as work would make the progress thread spin. */
-        if (d->rx_state == DTO_RX_ACTION && (d->rnr_deadline_ns || d->read_data_pending))
+        if (dto_rx_blocked(d))
                 return false;
         return d->rx_stash_off < d->rx_stash_len;
 }

@@ -131,6 +131,43 @@ Test(DTO_SUITE(rdma), large_writes_land_intact_both_ways)
         dto_run(&large_cfg, writes_both_ways, writes_both_ways, &sz);
 }
 
+#define CROSSING_ROUNDS 100
+
+/* Both ends post one RDMA Write at the same moment and then only poll
+ * (dat_evd_dequeue) for its completion: neither posts anything that would
+ * carry the acknowledgement of the other's Write.  Each Write completes all
+ * the same: an acknowledgement owed goes out on its own when the polls find
+ * nothing else to do (before, both polled for ever: the progress thread
+ * leaves a polled IA to its application, and the application's polls
+ * looked only at the channels). */
+static void crossing_writes(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        for (unsigned round = 0; round < CROSSING_ROUNDS; round++) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 64);
+                DAT_RMR_TRIPLET remote = dto_riov(&s->peer, 4096, 64);
+                DAT_DTO_COOKIE cookie = { .as_64 = round };
+                uint64_t spins = 0;
+                DAT_EVENT ev;
+
+                dto_barrier(s);
+                DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, cookie, &remote,
+                                                     DAT_COMPLETION_DEFAULT_FLAG),
+                              DAT_SUCCESS);
+                /* About 5 s of polling at most (a poll is well over 50 ns). */
+                while (dat_evd_dequeue(s->request_evd, &ev) != DAT_SUCCESS)
+                        DTO_ASSERTF(++spins < 100u * 1000 * 1000,
+                                    "round %u: the Write did not complete while both ends "
+                                    "polled", round);
+                dto_check_dto(&ev, s->ep[0], round, DAT_DTO_SUCCESS, 64, DAT_DTO_RDMA_WRITE);
+        }
+}
+
+Test(DTO_SUITE(rdma), writes_crossing_complete_while_both_ends_only_poll)
+{
+        dto_run(NULL, crossing_writes, crossing_writes, NULL);
+}
+
 /* dat_ep_post_rdma_read(3DAT): "transfer of all the data specified by the
  * remote_buffer ... into the local_iov": the target's bytes arrive, nothing
  * around the local segment is written.  Sizes 0 .. 64 KiB + 3, both ways. */
