@@ -373,12 +373,22 @@ static DAT_RETURN wait_outcome_locked(struct evd *evd, int sleep_result, DAT_EVE
 
 /* Before sleeping, a waiter spins a while: on the futex word, and, while
  * the IA has data paths, moving them along itself, so that a completion
- * that is microseconds away costs no wake-up. */
+ * that is microseconds away costs no wake-up.  It spins WAIT_POLL_NS past
+ * the last poll that moved something, WAIT_POLL_MAX_NS at most in all and
+ * never past the caller's deadline: a stream that keeps moving (a peer
+ * reading a long transfer) must not keep a dat_evd_wait with a timeout
+ * from returning (it did, for seconds). */
 #define WAIT_POLL_NS 50000
+#define WAIT_POLL_MAX_NS 1000000
 
-static void spin_polling(struct evd *evd, uint32_t seen)
+static uint64_t timespec_ns(const struct timespec *ts)
 {
-        uint64_t until = 0;
+        return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+static void spin_polling(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline)
+{
+        uint64_t start = 0, until = 0, limit = 0;
 
         if (dat_word_spin(&evd->wake_seq, seen))
                 return;
@@ -387,15 +397,23 @@ static void spin_polling(struct evd *evd, uint32_t seen)
         if (!(evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG)))
                 return;
         for (unsigned i = 0;; i++) {
-                if (!dto_evd_poll(evd) && i > 0 && (i & 15) == 0) {
+                bool moved = dto_evd_poll(evd);
+
+                if (i > 0 && (i & 15) == 0) {
                         struct timespec ts;
                         uint64_t now;
 
                         clock_gettime(CLOCK_MONOTONIC, &ts);
-                        now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-                        if (!until)
+                        now = timespec_ns(&ts);
+                        if (!start) {
+                                start = now;
+                                limit = now + WAIT_POLL_MAX_NS;
+                                if (!deadline->infinite && timespec_ns(&deadline->at) < limit)
+                                        limit = timespec_ns(&deadline->at);
+                        }
+                        if (moved || !until)
                                 until = now + WAIT_POLL_NS;
-                        else if (now > until)
+                        if (now > until || now > limit)
                                 return;
                 }
                 if (__atomic_load_n(&evd->wake_seq, __ATOMIC_ACQUIRE) != seen)
@@ -415,7 +433,7 @@ static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_
         bool done;
         int r = 0;
 
-        spin_polling(evd, seen);
+        spin_polling(evd, seen, deadline);
         pthread_spin_lock(&evd->lock);
         for (;;) {
                 ret = wait_outcome_locked(evd, r, event, &done);
