@@ -122,7 +122,9 @@ int dto_ia_add(struct dto_ep *d)
                 t->n_slots = n;
         }
         t->slots[slot].gen++;
-        r = watch(t, d->ch->poll_fd, d->ch->ops->poll_events(d->ch, true, false),
+        d->poll_events = d->ch->ops->poll_events(d->ch, true, false);
+        d->rx_unwatched = false;
+        r = watch(t, d->ch->poll_fd, d->poll_events,
                   slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
         if (r == 0 && d->ch->peer_pidfd >= 0)
                 r = watch(t, d->ch->peer_pidfd, EPOLLIN,
@@ -135,7 +137,6 @@ int dto_ia_add(struct dto_ep *d)
         t->slots[slot].d = d;
         t->n_used++;
         d->slot = slot;
-        d->poll_events = d->ch->ops->poll_events(d->ch, true, false);
         d->registered = true;
         t->watching = true;
         pthread_mutex_unlock(&t->lock);
@@ -257,13 +258,13 @@ static bool poll_all(struct dto_ia *t, bool wait)
                 struct dto_ep *d = t->slots[i].d;
                 bool f = false;
 
-                /* An acknowledgement owed is work too: two ends that each
-                 * wait for the other's acknowledgement (their requests'
+                /* Work no channel announces counts too (dto_work_left), an
+                 * acknowledgement owed above all: two ends that each wait
+                 * for the other's acknowledgement (their requests'
                  * completions) while their applications poll would wait
                  * for ever -- the progress thread leaves polled channels
                  * alone, and the step sends it (dto_tx_ack). */
-                if (!d || (!wait && !d->ch->ops->readable(d->ch) && !dto_rx_stashed(d) &&
-                           !dto_tx_pending(d) && d->ack_owed == d->ack_sent &&
+                if (!d || (!wait && !d->ch->ops->readable(d->ch) && !dto_work_left(d) &&
                            d->rnr_deadline_ns == 0))
                         continue;
                 /* app_busy changes only here, under the table's lock: a

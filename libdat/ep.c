@@ -767,7 +767,6 @@ _public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
                 dat_object_unlock();
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
         }
-        /* Another object (an RSP, a CR) still holds the EP: its state says which. */
         /* Another object (an RSP, a CR) still holds the EP: its state says
          * which.  Or we are inside a callback of a thread that pinned it. */
         if (ep_free_forbidden(state) || ep->obj.users > 0 ||

@@ -388,7 +388,8 @@ static uint64_t timespec_ns(const struct timespec *ts)
 
 static void spin_polling(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline)
 {
-        uint64_t start = 0, until = 0, limit = 0;
+        uint64_t until = 0, limit = 0;
+        bool moved = false;
 
         if (dat_word_spin(&evd->wake_seq, seen))
                 return;
@@ -397,22 +398,22 @@ static void spin_polling(struct evd *evd, uint32_t seen, const struct dat_deadli
         if (!(evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG)))
                 return;
         for (unsigned i = 0;; i++) {
-                bool moved = dto_evd_poll(evd);
-
+                moved |= dto_evd_poll(evd);
                 if (i > 0 && (i & 15) == 0) {
                         struct timespec ts;
                         uint64_t now;
 
                         clock_gettime(CLOCK_MONOTONIC, &ts);
                         now = timespec_ns(&ts);
-                        if (!start) {
-                                start = now;
+                        if (!limit) {
                                 limit = now + WAIT_POLL_MAX_NS;
                                 if (!deadline->infinite && timespec_ns(&deadline->at) < limit)
                                         limit = timespec_ns(&deadline->at);
                         }
+                        /* Any poll of the last 16 that moved counts. */
                         if (moved || !until)
                                 until = now + WAIT_POLL_NS;
+                        moved = false;
                         if (now > until || now > limit)
                                 return;
                 }

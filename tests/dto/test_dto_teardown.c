@@ -479,9 +479,9 @@ Test(DTO_SUITE(teardown), ep_free_with_dtos_outstanding_completes_nothing)
         dto_run(&cfg, free_outstanding_server, free_outstanding_client, NULL);
 }
 
-/* ---- dat_ep_free racing the peer's disconnect -------------------------------- */
+/* ---- dat_ep_free right after a disconnect, round after round ------------------- */
 
-#define RACE_ROUNDS 300
+#define CHURN_ROUNDS 300
 
 static void new_ep(struct dto_side *s)
 {
@@ -502,18 +502,15 @@ static void spin_us(unsigned us)
         while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)us);
 }
 
-/* The client disconnects; the server frees its EP when it hears of it,
- * at a different moment of each round.  It hears first from the data
- * path (the client's goodbye comes through the channel), and datd's
- * DISCONNECTED comes some microseconds later: in some rounds the server's
- * progress thread dispatches it (stopping the data path) while dat_ep_free
- * destroys the EP. */
-static void race_server(struct dto_side *s, void *arg)
+/* The server frees its EP as soon as it hears that the client
+ * disconnected (first from the data path: the client's goodbye comes
+ * through the channel before datd's DISCONNECTED). */
+static void churn_server(struct dto_side *s, void *arg)
 {
         DAT_EVENT ev;
 
         (void)arg;
-        for (unsigned round = 0; round < RACE_ROUNDS; round++) {
+        for (unsigned round = 0; round < CHURN_ROUNDS; round++) {
                 if (round > 0) {
                         new_ep(s);
                         /* dto_connect makes the listener anew. */
@@ -530,10 +527,13 @@ static void race_server(struct dto_side *s, void *arg)
         }
 }
 
-static void race_client(struct dto_side *s, void *arg)
+/* The client disconnects and frees its EP at a different moment of each
+ * round: datd's own DISCONNECTED for its disconnect follows the reply, and
+ * is now and then dispatched while dat_ep_free runs. */
+static void churn_client(struct dto_side *s, void *arg)
 {
         (void)arg;
-        for (unsigned round = 0; round < RACE_ROUNDS; round++) {
+        for (unsigned round = 0; round < CHURN_ROUNDS; round++) {
                 if (round > 0)
                         new_ep(s);
                 dto_connect(s);
@@ -559,7 +559,7 @@ Test(DTO_SUITE(teardown), ep_free_right_after_disconnect_round_after_round)
 {
         struct dto_config cfg = { .no_connect = true, .timeout_ms = 50000 };
 
-        dto_run(&cfg, race_server, race_client, NULL);
+        dto_run(&cfg, churn_server, churn_client, NULL);
 }
 
 #define SRQ_BUFFERS 8
