@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,9 +26,7 @@ static void close_forget(int *fd)
 int shm_channel_new(uint32_t ring_size, ShmRegion **ret)
 {
         size_t size = shm_link_region_size(ring_size);
-        struct stat st;
         ShmRegion *r;
-        void *mem;
         int k;
 
         if (size == 0)
@@ -43,19 +40,13 @@ int shm_channel_new(uint32_t ring_size, ShmRegion **ret)
         r->refs = 2;
         r->size = size;
         r->ring_size = ring_size;
-        k = shm_region_create(size, &r->memfd, &mem);
+        /* The file is whole pages: r->size is what the ends will fstat.
+         * It is laid out without being mapped: datd never touches the
+         * rings. */
+        k = shm_region_create_unmapped(size, &r->memfd, &r->size);
         if (k < 0)
                 goto fail;
-        /* The file is whole pages: region_size is what the ends will fstat. */
-        if (fstat(r->memfd, &st) < 0) {
-                k = -errno;
-                shm_region_unmap(mem, size);
-                goto fail;
-        }
-        r->size = (size_t) st.st_size;
-        /* Only to lay it out: datd never touches the rings afterwards. */
-        k = shm_link_init(mem, r->size, ring_size);
-        shm_region_unmap(mem, r->size);
+        k = shm_link_init_fd(r->memfd, r->size, ring_size);
         if (k < 0)
                 goto fail;
         for (int side = 0; side < 2; side++)

@@ -25,8 +25,8 @@ typedef struct ShmRegion {
         uint32_t ring_size;
 } ShmRegion;
 
-/* Creates the memfd (sealed, shm_region_create), lays out the two rings
- * (shm_link_init), unmaps it, and makes the two doorbells.  refs is 2.
+/* Creates the memfd (sealed, shm_region_create_unmapped), lays out the two
+ * rings (shm_link_init_fd, without mapping it), and makes the two doorbells.  refs is 2.
  * 0, or -errno (-EINVAL for a ring size shm_link does not allow). */
 int shm_channel_new(uint32_t ring_size, ShmRegion **ret);
 

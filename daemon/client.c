@@ -201,6 +201,10 @@ static int client_queue(Client *c, const struct datp_header *msg, const int *fds
 
 int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds)
 {
+        /* A reply to request_id 0 is one nobody waits for
+         * (proto/PROTOCOL.md): it is not sent. */
+        if ((msg->type & DATP_REPLY) && msg->request_id == 0)
+                return 0;
         /* Behind queued replies a new one must wait, or order would break. */
         if (c->n_pending == 0) {
                 int r = datp_send(c->fd, msg, fds, nfds);

@@ -137,13 +137,17 @@ static int next_state(DAT_EP_STATE s, uint32_t event)
 }
 
 /* The EP ev names, if it is one of ia's that ev may concern, under
- * dat_object_lock. */
+ * dat_object_lock.  An EP whose new connection has no id yet (the reply to
+ * CONNECT or CR_ACCEPT is not in) takes any connection's events but the
+ * one's it had before. */
 static struct ep *event_ep_locked(struct ia *ia, const struct datp_ev_conn *ev)
 {
         struct ep *ep = ep_lookup((DAT_EP_HANDLE)(uintptr_t)ev->ep_handle);
 
-        if (!ep || ep->obj.parent != &ia->obj || ep->obj.closing ||
-            (ep->conn_id != 0 && ep->conn_id != ev->conn_id))
+        if (!ep || ep->obj.parent != &ia->obj || ep->obj.closing)
+                return NULL;
+        if (ep->conn_id != 0 ? ep->conn_id != ev->conn_id
+                             : ep->ended_conn_id != 0 && ev->conn_id == ep->ended_conn_id)
                 return NULL;
         return ep;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -26,6 +27,32 @@ static long long now_ms(void)
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long now_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* How long a caller reading its own reply looks at the socket without
+ * sleeping.  datd answers a round trip in tens of microseconds; sleeping
+ * and being woken costs about as much again on a virtual machine whose
+ * idle CPUs halt. */
+static long long call_spin_ns(void)
+{
+        static long long spin = -1;
+        long long s = __atomic_load_n(&spin, __ATOMIC_RELAXED);
+
+        if (s < 0) {
+                const char *e = getenv("DATD_CALL_SPIN_US");
+
+                s = e && *e ? atoll(e) * 1000 : 50000;
+                __atomic_store_n(&spin, s, __ATOMIC_RELAXED);
+        }
+        return s;
 }
 
 /* What a caller makes of a validated packet that answers its request. */
@@ -147,11 +174,141 @@ static int send_request(struct datd_conn *conn, struct datp_header *request, uin
         return datp_send(conn->fd, request, NULL, 0);
 }
 
+/* Turns the progress thread's watch of the socket on or off; under
+ * read_lock.  A failure (the thread stopped watching in between) leaves
+ * nothing to undo. */
+static void set_watched(struct datd_conn *conn, bool on)
+{
+        struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.u64 = conn->watch_key };
+
+        if (conn->watch_epfd >= 0)
+                (void)epoll_ctl(conn->watch_epfd, EPOLL_CTL_MOD, conn->fd, &ev);
+}
+
+/* Takes the socket over from the progress thread, or says it cannot (the
+ * thread is reading a packet, or does not watch the socket). */
+static bool start_reading(struct datd_conn *conn)
+{
+        if (pthread_mutex_trylock(&conn->read_lock) != 0)
+                return false;
+        if (conn->watch_epfd < 0) {
+                pthread_mutex_unlock(&conn->read_lock);
+                return false;
+        }
+        set_watched(conn, false);
+        return true;
+}
+
+/* Gives it back.  The lock goes first: woken by a packet that waits, the
+ * thread must find it free. */
+static void stop_reading(struct datd_conn *conn)
+{
+        int epfd = conn->watch_epfd;
+        uint64_t key = conn->watch_key;
+        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = key };
+
+        pthread_mutex_unlock(&conn->read_lock);
+        if (epfd >= 0)
+                (void)epoll_ctl(epfd, EPOLL_CTL_MOD, conn->fd, &ev);
+}
+
+enum own_read {
+        OWN_DONE,       /* *ret is the call's result */
+        OWN_HAND_OVER,  /* the progress thread delivers the reply */
+};
+
+/* Reads the socket, between start_reading and stop_reading, while the
+ * packet at its head is a reply: the reply to request_id ends the call,
+ * others (to datd_conn_send, or to a call that gave up) are dropped as the
+ * progress thread would.  Anything else is the progress thread's: an
+ * event, an ERROR of no request, the end of the connection. */
+static enum own_read read_own_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
+                                    union datp_message *reply, char why[DATD_REASON_MAX],
+                                    DAT_RETURN *ret)
+{
+        long long start = now_ns(), deadline = start + (long long)DATD_REPLY_TIMEOUT_MS * 1000000;
+        long long spin_until = start + call_spin_ns();
+
+        for (;;) {
+                struct datp_header head;
+                const char *reason = NULL;
+                unsigned nfds = 0;
+                ssize_t n = recv(conn->fd, &head, sizeof(head), MSG_PEEK | MSG_DONTWAIT);
+                int r;
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                        struct pollfd p = { .fd = conn->fd, .events = POLLIN };
+                        long long now = now_ns();
+
+                        if (now < spin_until)
+                                continue;
+                        if (now >= deadline) {
+                                snprintf(why, DATD_REASON_MAX, "no reply from datd within %d ms",
+                                         DATD_REPLY_TIMEOUT_MS);
+                                *ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+                                return OWN_DONE;
+                        }
+                        (void)poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
+                        continue;
+                }
+                if (n != (ssize_t)sizeof(head) || head.request_id == 0 ||
+                    !(head.type & DATP_REPLY || head.type == DATP_ERROR))
+                        return OWN_HAND_OVER;
+                n = datp_recv(conn->fd, reply, NULL, 0, &nfds);
+                if (n <= 0)
+                        return OWN_HAND_OVER;
+                r = datp_validate(reply, (size_t)n, nfds, DATP_TO_CLIENT, conn->version, &reason);
+                if (r < 0) {
+                        /* As the progress thread would: whoever sends
+                         * garbage is not datd.  The shutdown lets the
+                         * thread find the end of the connection. */
+                        snprintf(why, DATD_REASON_MAX, "malformed message from datd: %s",
+                                 reason ? reason : datp_decode_error_str(r));
+                        (void)shutdown(conn->fd, SHUT_RDWR);
+                        *ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+                        return OWN_DONE;
+                }
+                if (reply->hdr.request_id == request_id) {
+                        *ret = check_reply(want, reply, why);
+                        return OWN_DONE;
+                }
+                if (reply->hdr.type == DATP_ERROR)
+                        dat_trace("datd: %s", reply->error.reason);
+        }
+}
+
+/* The caller's half of a round trip once the progress thread runs, with
+ * the wait for request_id registered: its own reading while it can, the
+ * progress thread's delivery after. */
+static DAT_RETURN threaded_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
+                                 union datp_message *reply, char why[DATD_REASON_MAX],
+                                 bool reading)
+{
+        DAT_RETURN ret;
+
+        if (reading) {
+                enum own_read r = read_own_reply(conn, want, request_id, reply, why, &ret);
+
+                stop_reading(conn);
+                if (r == OWN_DONE) {
+                        pthread_mutex_lock(&conn->wait_lock);
+                        conn->wait_id = 0;
+                        conn->wait_reply = NULL;
+                        conn->wait_done = false;
+                        pthread_mutex_unlock(&conn->wait_lock);
+                        return ret;
+                }
+        }
+        return await_reply(conn, want, reply, why);
+}
+
 DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
                           union datp_message *reply, char why[DATD_REASON_MAX])
 {
         uint16_t type = request->type;
-        bool threaded, dead;
+        bool threaded, dead, reading = false;
         uint32_t id;
         DAT_RETURN ret;
         int r;
@@ -172,11 +329,16 @@ DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
                 pthread_mutex_unlock(&conn->lock);
                 return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         }
+        /* Before the send: the reply must not wake the progress thread. */
+        if (threaded)
+                reading = start_reading(conn);
         r = send_request(conn, request, id);
         if (r < 0) {
                 snprintf(why, DATD_REASON_MAX, "sending %s to datd: %s", datp_type_name(type),
                          strerror(-r));
                 ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+                if (reading)
+                        stop_reading(conn);
                 if (threaded) {
                         pthread_mutex_lock(&conn->wait_lock);
                         conn->wait_id = 0;
@@ -184,7 +346,7 @@ DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
                         pthread_mutex_unlock(&conn->wait_lock);
                 }
         } else if (threaded) {
-                ret = await_reply(conn, type | DATP_REPLY, reply, why);
+                ret = threaded_reply(conn, type | DATP_REPLY, id, reply, why, reading);
         } else {
                 ret = receive_reply(conn, type | DATP_REPLY, id, reply, why);
         }
@@ -197,8 +359,9 @@ DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request)
         if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE))
                 return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         /* One SOCK_SEQPACKET packet per message: sends from several threads
-         * never interleave. */
-        if (send_request(conn, request, next_request_id(conn)) < 0)
+         * never interleave.  request_id 0: datd sends no reply, which
+         * would only wake the progress thread to be dropped. */
+        if (send_request(conn, request, 0) < 0)
                 return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         return DAT_SUCCESS;
 }
@@ -208,6 +371,24 @@ void datd_conn_set_threaded(struct datd_conn *conn, bool threaded)
         pthread_mutex_lock(&conn->wait_lock);
         conn->threaded = threaded;
         pthread_mutex_unlock(&conn->wait_lock);
+}
+
+void datd_conn_set_watch(struct datd_conn *conn, int epfd, uint64_t key)
+{
+        pthread_mutex_lock(&conn->read_lock);
+        conn->watch_epfd = epfd;
+        conn->watch_key = key;
+        pthread_mutex_unlock(&conn->read_lock);
+}
+
+bool datd_conn_begin_read(struct datd_conn *conn)
+{
+        return pthread_mutex_trylock(&conn->read_lock) == 0;
+}
+
+void datd_conn_end_read(struct datd_conn *conn)
+{
+        pthread_mutex_unlock(&conn->read_lock);
 }
 
 bool datd_conn_deliver(struct datd_conn *conn, const union datp_message *msg, size_t len)
@@ -272,6 +453,8 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX])
         conn->fd = -1;
         pthread_mutex_init(&conn->lock, NULL);
         pthread_mutex_init(&conn->wait_lock, NULL);
+        pthread_mutex_init(&conn->read_lock, NULL);
+        conn->watch_epfd = -1;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&conn->wait_cond, &ca);
@@ -313,6 +496,7 @@ void datd_conn_close(struct datd_conn *conn)
         conn->fd = -1;
         pthread_mutex_destroy(&conn->lock);
         pthread_mutex_destroy(&conn->wait_lock);
+        pthread_mutex_destroy(&conn->read_lock);
         pthread_cond_destroy(&conn->wait_cond);
         conn->initialized = false;
 }

@@ -1,9 +1,18 @@
 /* A control connection to datd: one AF_UNIX SOCK_SEQPACKET socket per IA
  * handle, opened with HELLO, then request/reply round trips.  Until the
  * IA's progress thread (progress.h) starts, the caller of datd_conn_call
- * reads its reply itself; afterwards the progress thread reads every packet
- * and hands each reply to the caller waiting for its request_id
- * (datd_conn_deliver), so that datd's unsolicited events are never lost. */
+ * reads its reply itself.  Afterwards the progress thread reads datd's
+ * unsolicited events, so that none is ever lost, and a caller still reads
+ * its own reply when it can: it takes the socket over (the reader lock,
+ * with the progress thread's watch of the socket turned off), and as long
+ * as the packets at the head are replies it reads them itself, which
+ * saves the wake-up of the progress thread and the hand-over of every
+ * round trip (a wake-up costs more than the round trip on a busy-idle
+ * machine).  At the first packet that is not a reply, or when the socket
+ * is taken, it hands over: the progress thread reads every packet in
+ * order and gives the reply to the caller waiting for its request_id
+ * (datd_conn_deliver).  Events are therefore never dispatched by an
+ * application's thread, and never after a reply that datd sent later. */
 #ifndef DATD_LIBDAT_DATD_CONN_H
 #define DATD_LIBDAT_DATD_CONN_H
 
@@ -53,6 +62,15 @@ struct datd_conn {
         uint32_t wait_id;               /* the request a caller waits for, 0 for none */
         union datp_message *wait_reply; /* where its reply goes */
         bool wait_done;                 /* wait_reply holds it */
+
+        /* Whoever reads the socket holds read_lock: the progress thread
+         * for each packet it reads and dispatches, a caller while it reads
+         * its own reply.  watch_epfd/watch_key: the progress thread's
+         * epoll set and key for the socket (watch_epfd -1: not watched),
+         * turned off while a caller reads; under read_lock. */
+        pthread_mutex_t read_lock;
+        int watch_epfd;
+        uint64_t watch_key;
 };
 
 /* $DATD_SOCKET if set and non-empty, else DATD_DEFAULT_SOCKET. */
@@ -70,14 +88,27 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX]);
 DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
                           union datp_message *reply, char why[DATD_REASON_MAX]);
 
-/* Sends request without waiting for its reply (the progress thread drops
- * it): for the progress thread itself, which must never wait on datd.
- * Returns DAT_SUCCESS or DAT_INTERNAL_ERROR. */
+/* Sends request with request_id 0, for which datd sends no reply (nor
+ * word of a failure): for what nothing waits on, and for the progress
+ * thread itself, which must never wait on datd.  Returns DAT_SUCCESS or
+ * DAT_INTERNAL_ERROR. */
 DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request);
 
 /* For the progress thread: from now on replies come through
  * datd_conn_deliver.  Called before the thread starts reading. */
 void datd_conn_set_threaded(struct datd_conn *conn, bool threaded);
+
+/* For the progress thread: it watches the socket in epfd under key (-1:
+ * it stopped watching).  Callers turn the watch off while they read their
+ * own replies. */
+void datd_conn_set_watch(struct datd_conn *conn, int epfd, uint64_t key);
+
+/* For the progress thread, around the reading and dispatch of a packet:
+ * false when a caller is reading the socket now (the packet at the head
+ * is then a reply it reads, or one it hands back by turning the watch on
+ * again).  After true, datd_conn_end_read. */
+bool datd_conn_begin_read(struct datd_conn *conn);
+void datd_conn_end_read(struct datd_conn *conn);
 
 /* For the progress thread: a validated reply (or ERROR) from datd.  Copies
  * it to the caller waiting for its request_id and wakes it; returns false

@@ -1,5 +1,6 @@
 /* Registration of an IA's DAT objects with datd: one OBJ_* round trip on the
- * IA's control connection per create, state change and free. */
+ * IA's control connection per create and state change; a free is sent
+ * without waiting. */
 #include <stdio.h>
 #include <string.h>
 
@@ -76,9 +77,13 @@ void datd_object_unregister(struct ia *ia, uint32_t obj_id)
                 .ia_id = ia->ia_id,
                 .obj_id = obj_id,
         };
-        union datp_message reply;
 
-        /* A failure (traced) leaves nothing behind: datd frees what a
-         * connection owned when it closes, and it closes with the IA. */
-        (void)object_call(ia, &req.hdr, "unregistering", 0, &reply);
+        /* Without waiting for the reply: nothing here depends on it, and
+         * datd handles this client's requests in order, so every later
+         * request (a create against the same quota) finds it done.  A
+         * failure leaves nothing behind: datd frees what a connection
+         * owned when it closes, and it closes with the IA. */
+        if (datd_conn_send(&ia->conn, &req.hdr) != DAT_SUCCESS)
+                dat_trace("unregistering object %u on IA \"%s\": datd cannot be reached", obj_id,
+                          ia->name);
 }

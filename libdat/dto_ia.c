@@ -566,6 +566,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
 
         if (watch(t, datd_fd, EPOLLIN, EV_DATD) < 0 || watch(t, stop_fd, EPOLLIN, EV_STOP_KEY) < 0)
                 return false;
+        datd_conn_set_watch(&ia->conn, t->epfd, EV_DATD);
         for (;;) {
                 struct timespec ts, *tsp;
                 bool streaming = last_work && last_work - prev_work < PROGRESS_SPIN_NS;
@@ -607,6 +608,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                 }
         }
 out:
+        datd_conn_set_watch(&ia->conn, -1, 0);
         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, datd_fd, NULL);
         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, stop_fd, NULL);
         return ok;

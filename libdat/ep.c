@@ -685,13 +685,14 @@ static bool is_unconnected(DAT_EP_STATE s)
  * not dequeued yet (the DTOs were flushed when the EP disconnected); a
  * no-op in the Unconnected state ("the preposted Recvs are not affected");
  * DAT_INVALID_STATE in every other state.  The SRQ stays
- * (dat_ep_create_with_srq(3DAT)).  datd hears of it before it happens, so
- * a failure changes nothing. */
+ * (dat_ep_create_with_srq(3DAT)).  datd's copy of the state is for
+ * datctl only: it is told without waiting, like every state change that
+ * a connection event makes (ep_mirror_nowait), and before any request
+ * this EP makes next. */
 _public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
 {
         struct ep *ep = ep_lookup(ep_handle);
         struct ep next;
-        DAT_RETURN ret;
 
         if (!ep)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
@@ -702,10 +703,6 @@ _public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
                 return DAT_SUCCESS;
         if (next.state != DAT_EP_STATE_DISCONNECTED)
                 return ep_invalid_state(next.state);
-        next.state = DAT_EP_STATE_UNCONNECTED;
-        ret = ep_update_datd(&next);
-        if (ret != DAT_SUCCESS)
-                return ret;
         dto_ep_reset(ep);
         dat_object_lock();
         __atomic_store_n(&ep->state, DAT_EP_STATE_UNCONNECTED, __ATOMIC_RELEASE);
@@ -715,11 +712,13 @@ _public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
         ep->remote_port = 0;
         ep->has_remote = false;
         memset(&ep->remote_address, 0, sizeof(ep->remote_address));
+        ep->ended_conn_id = ep->conn_id;
         ep->conn_id = 0;
         ep->remote_conn_qual = 0;
         ep->active = false;
         ep->event_pd_len = 0;
         dat_object_unlock();
+        ep_mirror_nowait(ep);
         return DAT_SUCCESS;
 }
 

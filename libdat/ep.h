@@ -70,6 +70,10 @@ struct ep {
          * reuses, and the peer's private data of the last connection event
          * (DAT_CONNECTION_EVENT_DATA points here: valid until the next). */
         uint32_t conn_id;
+        /* The connection dat_ep_reset ended: its events may still be on
+         * their way (datd is told of the reset without waiting) and must
+         * not be taken for the next connection's before it has its id. */
+        uint32_t ended_conn_id;
         DAT_CONN_QUAL remote_conn_qual;
         DAT_CONNECT_FLAGS connect_flags;
         bool active;                    /* this side called dat_ep_connect */

@@ -45,16 +45,16 @@ static void dispatch(struct ia *ia, const union datp_message *m, size_t len, int
         }
 }
 
-/* Reads one packet; false when the connection is over.  Descriptors come
- * only with EV_DATA_CHANNEL; any others are closed. */
-static bool read_one(void *arg)
+/* Reads one packet and dispatches it; false when the connection is over.
+ * Descriptors come only with EV_DATA_CHANNEL; any others are closed. */
+static bool read_one_locked(struct progress *p)
 {
-        struct progress *p = arg;
         struct ia *ia = p->ia;
         const char *reason = NULL;
         int fds[DATP_CHANNEL_MAX_FDS];
         unsigned nfds = 0;
-        ssize_t n = datp_recv(ia->conn.fd, &p->buf, fds, DATP_CHANNEL_MAX_FDS, &nfds);
+        /* Without waiting: a caller may have read what woke us. */
+        ssize_t n = datp_try_recv(ia->conn.fd, &p->buf, fds, DATP_CHANNEL_MAX_FDS, &nfds);
         int r;
 
         if (n == -EAGAIN || n == -EINTR)
@@ -79,6 +79,22 @@ static bool read_one(void *arg)
         if (p->buf.hdr.type == DATP_ERROR && p->buf.error.fatal)
                 return false;
         return true;
+}
+
+/* The packet is read and dispatched under the socket's reader lock, so
+ * that a caller reading its own reply (datd_conn.h) never returns before
+ * an event that datd sent ahead of that reply is dispatched.  A caller
+ * holding the lock reads what is there itself. */
+static bool read_one(void *arg)
+{
+        struct progress *p = arg;
+        bool ok;
+
+        if (!datd_conn_begin_read(&p->ia->conn))
+                return true;
+        ok = read_one_locked(p);
+        datd_conn_end_read(&p->ia->conn);
+        return ok;
 }
 
 static void *progress_main(void *arg)

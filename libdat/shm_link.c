@@ -118,6 +118,29 @@ int shm_link_init(void *mem, size_t size, uint32_t ring_size)
         return 0;
 }
 
+int shm_link_init_fd(int fd, size_t size, uint32_t ring_size)
+{
+        struct shm_link_header h;
+        size_t need = shm_link_region_size(ring_size);
+        ssize_t n;
+
+        if (fd < 0 || need == 0 || size < need)
+                return -EINVAL;
+        memset(&h, 0, sizeof(h));
+        for (unsigned r = 0; r < 2; r++)
+                h.ring_offset[r] = SHM_LINK_HEADER + r * ring_span(ring_size);
+        h.version = SHM_LINK_VERSION;
+        h.ring_size = ring_size;
+        /* Nobody has the file yet: the order of the fields does not matter. */
+        h.magic = SHM_LINK_MAGIC;
+        do
+                n = pwrite(fd, &h, sizeof(h), 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        return n == (ssize_t)sizeof(h) ? 0 : -EIO;
+}
+
 /* A ring's place: page aligned, inside the region, after the header. */
 static bool ring_offset_valid(uint64_t off, size_t size, uint32_t ring_size)
 {

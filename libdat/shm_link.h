@@ -81,6 +81,11 @@ size_t shm_link_region_size(uint32_t ring_size);
  * shm_link_region_size(ring_size) said, page aligned).  0 or -EINVAL. */
 int shm_link_init(void *mem, size_t size, uint32_t ring_size);
 
+/* datd: the same layout written into a fresh (all-zero) region file of
+ * size bytes by pwrite, without mapping it: only the header needs values,
+ * the empty rings' counters are the file's zeros.  0, -EINVAL, or -errno. */
+int shm_link_init_fd(int fd, size_t size, uint32_t ring_size);
+
 /* libdat: checks the region header against what datd said (size,
  * ring_size) and fills *out for end `side` (0 or 1) with the two
  * doorbells.  0, -EPROTO (header wrong: magic, version, ring_size, flags,

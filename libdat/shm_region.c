@@ -23,10 +23,9 @@ static size_t page_round(size_t size)
         return (size + page - 1) / page * page;
 }
 
-int shm_region_create(size_t size, int *fd, void **mem)
+int shm_region_create_unmapped(size_t size, int *fd, size_t *rounded)
 {
         _cleanup_close_ int f = -1;
-        void *m;
 
         size = page_round(size);
         if (size == 0 || size > (size_t)INT64_MAX)
@@ -36,10 +35,26 @@ int shm_region_create(size_t size, int *fd, void **mem)
                 return -errno;
         if (ftruncate(f, (off_t)size) < 0 || fcntl(f, F_ADD_SEALS, REGION_SEALS) < 0)
                 return -errno;
-        m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-        if (m == MAP_FAILED)
-                return -errno;
         *fd = TAKE_FD(f);
+        *rounded = size;
+        return 0;
+}
+
+int shm_region_create(size_t size, int *fd, void **mem)
+{
+        size_t rounded;
+        void *m;
+        int f, k = shm_region_create_unmapped(size, &f, &rounded);
+
+        if (k < 0)
+                return k;
+        m = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+        if (m == MAP_FAILED) {
+                k = -errno;
+                close(f);
+                return k;
+        }
+        *fd = f;
         *mem = m;
         return 0;
 }

@@ -15,6 +15,11 @@
  * (-EINVAL for size 0). */
 int shm_region_create(size_t size, int *fd, void **mem);
 
+/* The same memfd, unmapped: 0 with *fd and *size (the rounded size), or
+ * -errno.  For a creator that only writes a header (pwrite): the file
+ * reads as zeros everywhere else, and no mapping is made and undone. */
+int shm_region_create_unmapped(size_t size, int *fd, size_t *rounded);
+
 /* Maps a received memfd: its size by fstat, at most max_size bytes.  0 with
  * *mem and *size, -EPROTO when it is not a sealed memfd of a size in
  * (0, max_size], or -errno.  The caller keeps fd. */

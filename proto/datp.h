@@ -593,4 +593,9 @@ int datp_send(int sock, const struct datp_header *hdr, const int *fds, unsigned 
 ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
                   unsigned *nfds);
 
+/* datp_recv() that never waits: -EAGAIN when no packet is there (for a
+ * reader that shares the socket with others). */
+ssize_t datp_try_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
+                      unsigned *nfds);
+
 #endif

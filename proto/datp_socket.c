@@ -89,8 +89,8 @@ static unsigned take_fds(struct msghdr *mh, int *fds, unsigned max_fds)
         return count;
 }
 
-ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
-                  unsigned *nfds)
+static ssize_t recv_flags(int sock, union datp_message *buf, int *fds, unsigned max_fds,
+                         unsigned *nfds, int flags)
 {
         union datp_control control;
         struct iovec iov = { .iov_base = buf, .iov_len = sizeof(*buf) };
@@ -114,11 +114,23 @@ ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
         /* MSG_TRUNC: the return value is the packet's real length, so an
          * oversized packet is reported instead of silently cut. */
         do
-                n = recvmsg(sock, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
+                n = recvmsg(sock, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC | flags);
         while (n < 0 && errno == EINTR);
         if (n < 0)
                 return -errno;
 
         *nfds = take_fds(&mh, fds, max_fds);
         return n;
+}
+
+ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
+                  unsigned *nfds)
+{
+        return recv_flags(sock, buf, fds, max_fds, nfds, 0);
+}
+
+ssize_t datp_try_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
+                      unsigned *nfds)
+{
+        return recv_flags(sock, buf, fds, max_fds, nfds, MSG_DONTWAIT);
 }

@@ -32,6 +32,7 @@ static struct fake {
         /* Sent before the reply to the next CONNECT, if set. */
         bool event_before_connect_reply;
         union datp_message early;
+        uint32_t conn_id;               /* the next CONNECT's (9 when 0) */
 } fk;
 
 static void fake_send_raw(const void *msg)
@@ -125,8 +126,8 @@ static void answer(const union datp_message *m)
                 break;
         case DATP_CONNECT:
                 reply(&r, &m->hdr, sizeof(r.connect_reply));
-                r.connect_reply.conn_id = 9;
                 pthread_mutex_lock(&fk.lock);
+                r.connect_reply.conn_id = fk.conn_id ? fk.conn_id : 9;
                 if (fk.event_before_connect_reply) {
                         fk.event_before_connect_reply = false;
                         fake_answer(&fk.early);
@@ -285,6 +286,18 @@ static DAT_EP_HANDLE connecting_ep(void)
         return ep;
 }
 
+/* An EP connected through the fake, its ESTABLISHED taken. */
+static DAT_EP_HANDLE connected_ep(void)
+{
+        union datp_message m;
+        DAT_EP_HANDLE ep = connecting_ep();
+
+        ev_conn(&m, ep, 9, DAT_CONNECTION_EVENT_ESTABLISHED, 0);
+        fake_send(&m);
+        expect_event(s.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        return ep;
+}
+
 /* DATP_EV_CONN ESTABLISHED goes to the EP it names: Connected, the event
  * on its connect EVD with the peer's private data. */
 Test(progress, established_event_reaches_the_named_ep)
@@ -406,14 +419,10 @@ Test(progress, request_for_no_listener_is_rejected_to_datd)
  * async EVD, and calls fail instead of waiting. */
 Test(progress, datd_hanging_up_breaks_connections)
 {
-        union datp_message m;
-        DAT_EP_HANDLE ep = connecting_ep();
+        DAT_EP_HANDLE ep = connected_ep();
         DAT_PSP_HANDLE psp;
         DAT_EVENT ev;
 
-        ev_conn(&m, ep, 9, DAT_CONNECTION_EVENT_ESTABLISHED, 0);
-        fake_send(&m);
-        expect_event(s.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
         shutdown(fk.fd, SHUT_RDWR);
         expect_event(s.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
         cr_expect_eq(ep_state_of(ep), DAT_EP_STATE_DISCONNECTED);
@@ -527,4 +536,39 @@ Test(progress, malformed_message_counts_as_datd_gone)
         fake_send(&m);
         expect_event(s.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
         cr_expect_eq(ep_state_of(ep), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* dat_ep_reset tells datd without waiting, so an event of the connection
+ * it ended may still come while the EP's next connection has no id yet
+ * (its CONNECT not answered): it must not end the new one. */
+Test(progress, an_event_of_the_connection_before_a_reset_does_not_end_the_next)
+{
+        union datp_message m;
+        DAT_EP_HANDLE ep = connected_ep();
+        DAT_EVENT ev;
+        DAT_COUNT nmore;
+
+        ev_conn(&m, ep, 9, DAT_CONNECTION_EVENT_DISCONNECTED, 0);
+        fake_send(&m);
+        expect_event(s.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        cr_assert_eq(dat_ep_reset(ep), DAT_SUCCESS);
+
+        pthread_mutex_lock(&fk.lock);
+        ev_conn(&fk.early, ep, 9, DAT_CONNECTION_EVENT_DISCONNECTED, 0);
+        fk.event_before_connect_reply = true;
+        fk.conn_id = 10;
+        pthread_mutex_unlock(&fk.lock);
+        cr_assert_eq(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&s.address, 5, DAT_TIMEOUT_INFINITE,
+                                    0, NULL, DAT_QOS_BEST_EFFORT, 0), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(ep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+        ev.event_number = 0;
+        cr_expect_eq(DAT_GET_TYPE(dat_evd_wait(s.conn_evd, 200000, 1, &ev, &nmore)),
+                     DAT_TIMEOUT_EXPIRED, "the stale event reached the EVD (event 0x%x)",
+                     ev.event_number);
+
+        /* The new connection's own events still arrive. */
+        ev_conn(&m, ep, 10, DAT_CONNECTION_EVENT_ESTABLISHED, 0);
+        fake_send(&m);
+        expect_event(s.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_expect_eq(ep_state_of(ep), DAT_EP_STATE_CONNECTED);
 }

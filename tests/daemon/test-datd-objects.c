@@ -294,6 +294,37 @@ Test(datd_objects, obj_update_replaces_the_description)
         stop();
 }
 
+/* proto/PROTOCOL.md: a request with request_id 0 asks for no answer.
+ * datd carries it out (the update shows) and the next packet on the
+ * socket is the reply to the request after it, not one to request 0. */
+Test(datd_objects, a_request_with_request_id_0_is_carried_out_and_not_answered)
+{
+        struct bus_endpoint rows[2];
+        struct datp_obj_update u = { .hdr = { .type = DATP_OBJ_UPDATE } };
+        struct datp_ia_query q;
+        union datp_message m;
+        uint32_t ia, id;
+        size_t n;
+
+        ia = start_open("");
+        id = create_ok(fd, ia, DATP_OBJ_EP, 0x42, 0);
+        u.ia_id = ia;
+        u.obj_id = id;
+        raw_obj_desc(&u.desc, DATP_OBJ_EP, 0x42, 0);
+        u.desc.state = DAT_EP_STATE_CONNECTED;
+        datp_header_init(&u.hdr, DATP_OBJ_UPDATE, 1, sizeof(u), 0);
+        cr_assert_eq(raw_send(fd, &u, sizeof(u)), 0);
+        raw_ia_query_init(&q, ia);
+        cr_assert_eq(raw_send(fd, &q, sizeof(q)), 0);
+        cr_assert_gt(raw_recv(fd, &m, RAW_TIMEOUT_MS), 0);
+        cr_expect_eq(m.hdr.type, DATP_IA_QUERY | DATP_REPLY, "got type 0x%x first", m.hdr.type);
+        cr_expect_eq(m.hdr.request_id, q.hdr.request_id);
+        cr_assert_eq(bus_list_endpoints(bus, rows, 2, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_expect_str_eq(rows[0].state, "CONNECTED");
+        stop();
+}
+
 Test(datd_objects, obj_destroy_removes_the_object)
 {
         struct bus_object rows[MAX_ROWS];

@@ -869,3 +869,33 @@ Test(shm_link, no_wake_up_is_lost_when_messages_arrive_as_the_reader_goes_to_sle
         cr_expect_gt(sc.sleeps, 1000, "the reader slept often");
         fixture_free(&f);
 }
+
+/* datd's way (shm_link_init_fd): a header written by pwrite into a fresh
+ * unmapped region is the same layout shm_link_init makes in memory, and
+ * both ends attach to it and carry bytes. */
+Test(shm_link, header_written_without_a_mapping_matches_the_mapped_layout)
+{
+        size_t size = shm_link_region_size(RING), rounded;
+        struct fixture ref = fixture_new(RING);
+        struct shm_link a, b;
+        char out[5] = "ping", in[5] = { 0 };
+        void *mem;
+        size_t mapped;
+        int fd;
+
+        cr_assert_eq(shm_region_create_unmapped(size, &fd, &rounded), 0);
+        cr_assert_eq(rounded, ref.size);
+        cr_assert_eq(shm_link_init_fd(fd, rounded - 4096, RING), -EINVAL, "a region too small");
+        cr_assert_eq(shm_link_init_fd(fd, rounded, RING), 0);
+        cr_assert_eq(shm_region_map(fd, rounded, &mem, &mapped), 0);
+        cr_assert_eq(mapped, rounded);
+        cr_assert_eq(memcmp(mem, ref.mem, rounded), 0, "the same bytes as shm_link_init's");
+        cr_assert_eq(end_attach(&ref, mem, 0, &a), 0);
+        cr_assert_eq(end_attach(&ref, mem, 1, &b), 0);
+        cr_assert_eq(shm_link_writev(&a, &(struct iovec){ out, 4 }, 1), 4);
+        cr_assert_eq(shm_link_readv(&b, &(struct iovec){ in, 4 }, 1), 4);
+        cr_assert_str_eq(in, "ping");
+        shm_region_unmap(mem, mapped);
+        close(fd);
+        fixture_free(&ref);
+}
