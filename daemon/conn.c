@@ -22,6 +22,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/netif.h"
+#include "daemon/object.h"
 #include "libdat/shm_link.h"
 
 #define DAT_ERR(type, subtype) ((uint32_t) (DAT_CLASS_ERROR | (type) | (subtype)))
@@ -514,6 +515,25 @@ static void send_event(Client *c, const struct datp_header *msg)
         send_event_fds(c, msg, NULL, 0);
 }
 
+/* datd's copy of an EP's state (what datctl shows) follows the
+ * connection that datd itself drives: the request that starts it
+ * (CONNECT, CR_ACCEPT) and every event datd sends for it.  libdat does not
+ * send these transitions, only the ones it makes alone (dat_ep_reset, a
+ * failed data path...).  The EP must be on this very connection: a late
+ * event of one it left does not touch it. */
+static void ep_follows(Conn *c, DAT_EP_STATE state, bool starts)
+{
+        Object *o = object_find_ep(&c->instance->client->objects, c->ep_handle);
+
+        if (!o || o->instance != c->instance)
+                return;
+        if (starts)
+                o->conn_id = c->id;
+        else if (o->conn_id != c->id)
+                return;
+        o->desc.state = (uint32_t) state;
+}
+
 static void send_ev_conn(Conn *c, uint32_t event, const uint8_t *pd, uint32_t pd_len, const char *why)
 {
         ConnTable *t = c->table;
@@ -532,6 +552,8 @@ static void send_ev_conn(Conn *c, uint32_t event, const uint8_t *pd, uint32_t pd
         default: break;
         }
         conn_log(level, c, "%s: %s.", event_name(event), why);
+        ep_follows(c, event == DAT_CONNECTION_EVENT_ESTABLISHED ? DAT_EP_STATE_CONNECTED
+                                                                : DAT_EP_STATE_DISCONNECTED, false);
         datp_header_init(&ev.hdr, DATP_EV_CONN, c->instance->client->version, sizeof(ev), 0);
         ev.ia_id = c->instance->id;
         ev.conn_id = c->id;
@@ -1593,6 +1615,7 @@ int conn_handle_connect(Client *c, const struct datp_connect *req)
                 goto refused;
         }
         a->state = CONN_REQUESTED;
+        ep_follows(a, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, true);
         c->n_connecting++;
         a->remote = remote;
         a->remote_len = remote_len;
@@ -1700,6 +1723,7 @@ int conn_handle_cr_accept(Client *c, const struct datp_cr_accept *req)
                 return client_send(c, &reply.hdr);
         }
         b->state = CONN_ESTABLISHED;
+        ep_follows(b, DAT_EP_STATE_COMPLETION_PENDING, true);
         b->remote_conn_qual = cr->listener->conn_qual;
         a = cr->active;
         reply.conn_id = b->id;

@@ -150,7 +150,91 @@ void object_table_init(ObjectTable *t)
 void object_table_done(ObjectTable *t)
 {
         free(t->slots);
+        free(t->ep_index);
         object_table_init(t);
+}
+
+/* ---- the EPs by handle ----------------------------------------------------
+ * Only EPs: connection events name an EP by the handle its process knows
+ * it by, and a handle cannot change (OBJ_UPDATE refuses that). */
+static uint32_t handle_hash(uint64_t h)
+{
+        /* A 64-bit finaliser: handles differ in few low bits. */
+        h ^= h >> 33;
+        h *= UINT64_C(0xff51afd7ed558ccd);
+        h ^= h >> 33;
+        return (uint32_t) h;
+}
+
+static void ep_index_put(uint32_t *index, uint32_t cap, const Object *slots, uint32_t slot)
+{
+        uint32_t pos = handle_hash(slots[slot].desc.handle) & (cap - 1);
+
+        while (index[pos] != 0)
+                pos = (pos + 1) & (cap - 1);
+        index[pos] = slot + 1;
+}
+
+/* Room for one more EP: -ENOMEM when the index cannot grow. */
+static int ep_index_reserve(ObjectTable *t)
+{
+        uint32_t cap = t->ep_index_cap ? t->ep_index_cap * 2 : 64;
+        uint32_t *index;
+
+        if ((uint64_t) (t->n_eps + 1) * 2 <= t->ep_index_cap)
+                return 0;
+        index = calloc(cap, sizeof(*index));
+        if (!index)
+                return -ENOMEM;
+        for (uint32_t i = 0; i < t->ep_index_cap; i++)
+                if (t->ep_index[i] != 0)
+                        ep_index_put(index, cap, t->slots, t->ep_index[i] - 1);
+        free(t->ep_index);
+        t->ep_index = index;
+        t->ep_index_cap = cap;
+        return 0;
+}
+
+/* Takes slot out, closing the gap behind it (backward shift): an entry
+ * moves into the gap unless its home lies cyclically in (gap, its place]. */
+static void ep_index_remove(ObjectTable *t, uint32_t slot)
+{
+        uint32_t mask = t->ep_index_cap - 1, gap, pos;
+
+        if (t->ep_index_cap == 0)
+                return;
+        gap = handle_hash(t->slots[slot].desc.handle) & mask;
+        while (t->ep_index[gap] != 0 && t->ep_index[gap] != slot + 1)
+                gap = (gap + 1) & mask;
+        if (t->ep_index[gap] == 0)
+                return;
+        t->n_eps--;
+        for (pos = (gap + 1) & mask; t->ep_index[pos] != 0; pos = (pos + 1) & mask) {
+                uint32_t home = handle_hash(t->slots[t->ep_index[pos] - 1].desc.handle) & mask;
+                bool stays = gap < pos ? gap < home && home <= pos : gap < home || home <= pos;
+
+                if (stays)
+                        continue;
+                t->ep_index[gap] = t->ep_index[pos];
+                gap = pos;
+        }
+        t->ep_index[gap] = 0;
+}
+
+Object *object_find_ep(ObjectTable *t, uint64_t handle)
+{
+        uint32_t mask = t->ep_index_cap - 1;
+
+        if (t->ep_index_cap == 0)
+                return NULL;
+        for (uint32_t pos = handle_hash(handle) & mask; t->ep_index[pos] != 0;
+             pos = (pos + 1) & mask) {
+                Object *o = &t->slots[t->ep_index[pos] - 1];
+
+                if (o->desc.handle == handle)
+                        return o;
+        }
+        return NULL;
 }
 
 Object *object_find(ObjectTable *t, uint32_t id)
@@ -224,15 +308,22 @@ static void object_count(Client *c, const Object *o, int sign)
 int object_add(Client *c, IaInstance *i, const struct datp_obj_desc *d, uint32_t *ret_id)
 {
         ObjectTable *t = &c->objects;
-        int64_t index = object_table_take_slot(t);
+        int64_t index;
         Object *o;
 
+        if (d->kind == DATP_OBJ_EP) {
+                int r = ep_index_reserve(t);
+
+                if (r < 0)
+                        return r;
+        }
+        index = object_table_take_slot(t);
         if (index < 0)
                 return (int) index;
         o = &t->slots[index];
         o->desc = *d;
         o->instance = i;
-        o->reserved = 0;
+        o->conn_id = 0;
         /* At the head of the instance's list. */
         o->prev = OBJECT_NONE;
         o->next = i->objects;
@@ -240,6 +331,10 @@ int object_add(Client *c, IaInstance *i, const struct datp_obj_desc *d, uint32_t
                 t->slots[i->objects].prev = (uint32_t) index;
         i->objects = (uint32_t) index;
         object_count(c, o, +1);
+        if (d->kind == DATP_OBJ_EP) {
+                ep_index_put(t->ep_index, t->ep_index_cap, t->slots, (uint32_t) index);
+                t->n_eps++;
+        }
         *ret_id = o->id;
         return 0;
 }
@@ -256,6 +351,8 @@ void object_free(Client *c, Object *o)
         ObjectTable *t = &c->objects;
         uint32_t index = (uint32_t) (o - t->slots);
 
+        if (o->desc.kind == DATP_OBJ_EP)
+                ep_index_remove(t, index);
         object_count(c, o, -1);
         c->quota_logged &= ~(limit_bit(o->desc.kind) | (lmr_bytes_of(&o->desc) ? LMR_BYTES_BIT : 0));
         if (o->prev != OBJECT_NONE)

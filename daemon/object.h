@@ -33,7 +33,7 @@ typedef struct Object {
         uint32_t id;                    /* its obj_id; a free slot keeps the last one */
         uint32_t next;                  /* the instance's list; in a free slot the free list */
         uint32_t prev;
-        uint32_t reserved;
+        uint32_t conn_id;               /* an EP: its latest connection's id, 0 for none */
 } Object;
 
 /* What a client or one of its IA instances holds. */
@@ -48,6 +48,12 @@ typedef struct ObjectTable {
         uint32_t n_touched;             /* slots [0, n_touched) have held an object */
         uint32_t free_head, free_tail;  /* FIFO: the slot freed longest ago is reused first */
         ObjectCounts counts;            /* over all the client's IA instances */
+        /* The EPs by handle, for connection events (object_find_ep): open
+         * addressing with linear probing, entries are slot index + 1 (0:
+         * empty); ep_index_cap is a power of two, at least twice the EPs. */
+        uint32_t *ep_index;
+        uint32_t ep_index_cap;
+        uint32_t n_eps;
 } ObjectTable;
 
 /* The quota a new or changed description would break. */
@@ -64,6 +70,10 @@ void object_table_done(ObjectTable *t);
 
 /* The object with this id, or NULL. */
 Object *object_find(ObjectTable *t, uint32_t id);
+
+/* An EP of the client with this handle (the one libdat names in CONNECT,
+ * CR_ACCEPT and the connection events), or NULL. */
+Object *object_find_ep(ObjectTable *t, uint64_t handle);
 
 /* Whether d (replacing old, NULL for a new object) keeps the instance
  * within limits: false with *ret naming the quota.  Kinds that share a limit

@@ -227,8 +227,10 @@ void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev_in)
                 send_disconnect_nowait(ep, ev->conn_id, false);
                 evc.event = DAT_CONNECTION_EVENT_BROKEN;
                 pd_len = 0;
+                ep_mirror_nowait(ep);
         }
-        ep_mirror_nowait(ep);
+        /* Otherwise datd's copy of the state followed the event it sent
+         * (daemon/conn.c, ep_follows). */
         post_conn_event(evd_handle, (DAT_EVENT_NUMBER)ev->event, ep, pd_len, true);
 }
 
@@ -417,7 +419,7 @@ static DAT_RETURN start_connect(struct ep *ep, const struct connect_args *a)
         dat_object_unlock();
         if (ret != DAT_SUCCESS)
                 return ret;
-        ep_mirror_nowait(ep);
+        /* datd's copy of the state moves with the CONNECT it accepts. */
 
         req.ia_id = ia->ia_id;
         req.flags = a->dup_of ? DATP_CONNECT_DUP : 0;
@@ -568,7 +570,7 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
         struct ep *ep = ep_lookup(ep_handle);
         bool graceful = close_flags == DAT_CLOSE_GRACEFUL_FLAG;
         DAT_EVD_HANDLE evd_handle = DAT_HANDLE_NULL;
-        bool pending = false, done = false;
+        bool pending = false, done = false, requests_outstanding;
         DAT_EP_STATE s;
         uint32_t conn_id;
 
@@ -579,6 +581,7 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
         dat_object_lock();
         s = ep->state;
         conn_id = ep->conn_id;
+        requests_outstanding = ep->request_outstanding > 0;
         if (s == DAT_EP_STATE_CONNECTED && graceful) {
                 /* "During that time, the local Endpoint is in a
                  * DAT_EP_DISCONNECT_PENDING state." */
@@ -592,7 +595,11 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
                 return DAT_SUCCESS;
         if (!has_connection(s))
                 return ep_invalid_state(s);
-        if (pending)
+        /* Disconnect Pending is a state datd hears of only when requests
+         * are outstanding: without, the EP leaves it at once.  Told before
+         * the data path may finish it, so that the later Disconnected
+         * cannot be overtaken. */
+        if (pending && requests_outstanding)
                 ep_mirror_nowait(ep);
         /* dat_ep_disconnect(3DAT): a graceful disconnect lets the requests
          * outstanding complete first; the data path finishes it then. */
@@ -612,7 +619,10 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
         }
         dat_object_unlock();
         if (done) {
-                ep_mirror_nowait(ep);
+                /* After a DISCONNECT datd has the state already: it sent
+                 * the connection's DISCONNECTED. */
+                if (!conn_id)
+                        ep_mirror_nowait(ep);
                 post_conn_event(evd_handle, DAT_CONNECTION_EVENT_DISCONNECTED, ep, 0, false);
         }
         return DAT_SUCCESS;

@@ -403,7 +403,7 @@ _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_hand
                 cr_unclaim(cr);
                 return ret;
         }
-        ep_mirror_nowait(ep);
+        /* datd's copy of the state moves with the CR_ACCEPT it takes. */
         req.ia_id = cr_ia(cr)->ia_id;
         req.cr_id = cr->cr_id;
         req.ep_handle = (uintptr_t)ep->obj.handle;

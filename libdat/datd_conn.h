@@ -71,6 +71,9 @@ struct datd_conn {
         pthread_mutex_t read_lock;
         int watch_epfd;
         uint64_t watch_key;
+        /* Whether a caller spins for its reply before it sleeps
+         * (datd_conn.c, score_spin); under lock. */
+        unsigned spin_score;
 };
 
 /* $DATD_SOCKET if set and non-empty, else DATD_DEFAULT_SOCKET. */

@@ -16,6 +16,7 @@
 #include "common/macro.h"
 #include "tests/daemon/bus-client.h"
 #include "tests/daemon/conn-expect.h"
+#include "tests/daemon/raw-client.h"
 #include "tests/harness.h"
 
 #define DAT_ERR_TYPE(s) ((uint32_t) (s) & 0x3fff0000u)
@@ -630,6 +631,82 @@ Test(datd_conn, datctl_lists_listeners_and_connections)
         cr_expect_not_null(strstr(out, "\"state\": \"ESTABLISHED\""), "%s", out);
         cr_expect_not_null(strstr(out, "\"remote_conn_qual\": 6002"), "%s", out);
         free(out);
+        stop();
+}
+
+/* Registers an EP object of handle on c's IA (as libdat's dat_ep_create
+ * does); its datd id. */
+static uint32_t register_ep(struct cc *c, uint64_t handle)
+{
+        struct datp_obj_create req = { .ia_id = c->ia_id };
+        union datp_message reply;
+
+        raw_obj_desc(&req.desc, DATP_OBJ_EP, handle, 0);
+        datp_header_init(&req.hdr, DATP_OBJ_CREATE, 1, sizeof(req), 0);
+        cr_assert_eq(cc_call(c, &req.hdr, &reply, sizeof(reply.obj_create_reply)), 0);
+        cr_assert_eq(reply.obj_create_reply.status.dat_status, DAT_SUCCESS);
+        return reply.obj_create_reply.obj_id;
+}
+
+static void unregister(struct cc *c, uint32_t obj_id)
+{
+        struct datp_obj_destroy req = { .ia_id = c->ia_id, .obj_id = obj_id };
+        union datp_message reply;
+
+        datp_header_init(&req.hdr, DATP_OBJ_DESTROY, 1, sizeof(req), 0);
+        cr_assert_eq(cc_call(c, &req.hdr, &reply, sizeof(reply.obj_destroy_reply)), 0);
+}
+
+/* The state datctl shows for the EP of this handle. */
+static const char *ep_state(uint64_t handle)
+{
+        static struct bus_endpoint rows[512];
+        size_t n;
+
+        cr_assert_eq(bus_list_endpoints(bus, rows, ARRAY_SIZE(rows), &n), 0);
+        for (size_t i = 0; i < n && i < ARRAY_SIZE(rows); i++)
+                if (rows[i].handle == handle)
+                        return rows[i].state;
+        return "(no such EP)";
+}
+
+/* datd's copy of an EP's state follows the connection datd drives
+ * (CONNECT, CR_ACCEPT and the events it sends): libdat sends no update for
+ * those.  The EPs are found by handle among many, registered and freed
+ * in an order that moves them around datd's index. */
+Test(datd_conn, ep_state_follows_the_connection_without_updates)
+{
+        uint32_t ids[300], a_conn, b_conn, cr;
+        union datp_message req;
+
+        start("\"limits\": {\"max_eps\": 4096}");
+        cr_assert_eq(bus_client_open(d.bus_address, &bus), 0);
+        for (unsigned i = 0; i < ARRAY_SIZE(ids); i++)
+                ids[i] = register_ep(&b, 0x100000 + (uint64_t) i * 0x40);
+        register_ep(&b, 0x7000);
+        for (unsigned i = 0; i < ARRAY_SIZE(ids); i += 2)
+                unregister(&b, ids[i]);
+        register_ep(&a, 0x8000);
+        cr_expect_str_eq(ep_state(0x7000), "UNCONNECTED");
+
+        expect_listen(&a, 6003);
+        b_conn = connect_ok(&b, 6003, 5000000, NULL, 0);
+        cr_expect_str_eq(ep_state(0x7000), "ACTIVE_CONNECTION_PENDING");
+        cr = expect_request(&a, &req);
+        cr_assert_eq(cc_accept(&a, cr, NULL, 0, &a_conn), DAT_SUCCESS);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        cr_expect_str_eq(ep_state(0x7000), "CONNECTED");
+        cr_expect_str_eq(ep_state(0x8000), "CONNECTED");
+
+        cr_assert_eq(cc_disconnect(&b, b_conn, DATP_CLOSE_GRACEFUL), DAT_SUCCESS);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        cr_expect_str_eq(ep_state(0x7000), "DISCONNECTED");
+        cr_expect_str_eq(ep_state(0x8000), "DISCONNECTED");
+        /* The EPs left standing are all still there. */
+        for (unsigned i = 1; i < ARRAY_SIZE(ids); i += 2)
+                cr_expect_str_eq(ep_state(0x100000 + (uint64_t) i * 0x40), "UNCONNECTED");
         stop();
 }
 
