@@ -789,6 +789,13 @@ bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b)
                                 on_payload_done(d, b);
                                 break;
                         }
+                        /* The same within a payload: a read that came
+                         * back short found the channel empty, and asking
+                         * again at once mostly costs a system call that
+                         * finds nothing (a third of all reads while TCP
+                         * streams). */
+                        if (d->rx_drained && !dto_rx_stashed(d))
+                                return moved;
                         if (!read_payload(d, &moved))
                                 return moved;
                         break;
