@@ -21,14 +21,6 @@ const char *datd_socket_path(void)
         return p && *p ? p : DATD_DEFAULT_SOCKET;
 }
 
-static long long now_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static long long now_ns(void)
 {
         struct timespec ts;
@@ -72,50 +64,87 @@ static DAT_RETURN check_reply(uint16_t want, const union datp_message *reply,
         return DAT_SUCCESS;
 }
 
+static DAT_RETURN no_reply(char why[DATD_REASON_MAX])
+{
+        snprintf(why, DATD_REASON_MAX, "no reply from datd within %d ms", DATD_REPLY_TIMEOUT_MS);
+        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+}
+
+static long long reply_deadline(void)
+{
+        return now_ns() + (long long)DATD_REPLY_TIMEOUT_MS * 1000000;
+}
+
+/* Until a packet waits on the socket: looking without sleeping until
+ * spin_until, then sleeping in poll().  false once the deadline passed.
+ * A failing poll returns true: the read that follows tells why. */
+static bool wait_packet(struct datd_conn *conn, long long spin_until, long long deadline)
+{
+        for (;;) {
+                struct pollfd p = { .fd = conn->fd, .events = POLLIN };
+                long long now = now_ns();
+                int r;
+
+                if (now >= deadline)
+                        return false;
+                r = poll(&p, 1, now < spin_until ? 0 : (int)((deadline - now) / 1000000) + 1);
+                if (r > 0 || (r < 0 && errno != EINTR))
+                        return true;
+        }
+}
+
+/* Reads the packet at the head of the socket into reply and checks it
+ * (datp_validate).  DAT_SUCCESS, or DAT_INTERNAL_ERROR with why. */
+static DAT_RETURN take_packet(struct datd_conn *conn, union datp_message *reply,
+                              char why[DATD_REASON_MAX])
+{
+        const char *reason = NULL;
+        unsigned nfds = 0;
+        ssize_t n = datp_recv(conn->fd, reply, NULL, 0, &nfds);
+        int r;
+
+        if (n <= 0) {
+                snprintf(why, DATD_REASON_MAX, "datd closed the connection%s%s",
+                         n < 0 ? ": " : "", n < 0 ? strerror((int)-n) : "");
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        r = datp_validate(reply, (size_t)n, nfds, DATP_TO_CLIENT, conn->version, &reason);
+        if (r < 0) {
+                snprintf(why, DATD_REASON_MAX, "malformed message from datd: %s",
+                         reason ? reason : datp_decode_error_str(r));
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        return DAT_SUCCESS;
+}
+
 /* Receives the reply to request_id (of type want) before the deadline,
  * reading the socket itself: before the progress thread runs nothing else
  * may be waiting for other packets, which are dropped. */
 static DAT_RETURN receive_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
                                 union datp_message *reply, char why[DATD_REASON_MAX])
 {
-        long long deadline = now_ms() + DATD_REPLY_TIMEOUT_MS;
+        long long deadline = reply_deadline();
 
         for (;;) {
-                struct pollfd p = { .fd = conn->fd, .events = POLLIN };
-                long long left = deadline - now_ms();
-                const char *reason = NULL;
-                unsigned nfds = 0;
-                ssize_t n;
-                int r;
+                DAT_RETURN ret;
 
-                if (left <= 0) {
-                        snprintf(why, DATD_REASON_MAX, "no reply from datd within %d ms",
-                                 DATD_REPLY_TIMEOUT_MS);
-                        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
-                }
-                r = poll(&p, 1, (int)left);
-                if (r < 0 && errno != EINTR) {
-                        snprintf(why, DATD_REASON_MAX, "poll on datd's socket: %s", strerror(errno));
-                        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
-                }
-                if (r <= 0)
-                        continue;
-                n = datp_recv(conn->fd, reply, NULL, 0, &nfds);
-                if (n <= 0) {
-                        snprintf(why, DATD_REASON_MAX, "datd closed the connection%s%s",
-                                 n < 0 ? ": " : "", n < 0 ? strerror((int)-n) : "");
-                        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
-                }
-                r = datp_validate(reply, (size_t)n, nfds, DATP_TO_CLIENT, conn->version, &reason);
-                if (r < 0) {
-                        snprintf(why, DATD_REASON_MAX, "malformed message from datd: %s",
-                                 reason ? reason : datp_decode_error_str(r));
-                        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
-                }
+                if (!wait_packet(conn, 0, deadline))
+                        return no_reply(why);
+                ret = take_packet(conn, reply, why);
+                if (ret != DAT_SUCCESS)
+                        return ret;
                 if (reply->hdr.request_id != request_id && reply->hdr.request_id != 0)
                         continue;
                 return check_reply(want, reply, why);
         }
+}
+
+/* Forgets the caller's registered wait; under wait_lock. */
+static void forget_wait_locked(struct datd_conn *conn)
+{
+        conn->wait_id = 0;
+        conn->wait_reply = NULL;
+        conn->wait_done = false;
 }
 
 /* Waits (under wait_lock) until the progress thread delivered the reply to
@@ -145,13 +174,9 @@ static DAT_RETURN await_reply(struct datd_conn *conn, uint16_t want, union datp_
                 snprintf(why, DATD_REASON_MAX, "datd closed the connection");
                 ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         } else {
-                snprintf(why, DATD_REASON_MAX, "no reply from datd within %d ms",
-                         DATD_REPLY_TIMEOUT_MS);
-                ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+                ret = no_reply(why);
         }
-        conn->wait_id = 0;
-        conn->wait_reply = NULL;
-        conn->wait_done = false;
+        forget_wait_locked(conn);
         pthread_mutex_unlock(&conn->wait_lock);
         return ret;
 }
@@ -241,49 +266,29 @@ static enum own_read read_own_reply(struct datd_conn *conn, uint16_t want, uint3
                                     union datp_message *reply, char why[DATD_REASON_MAX],
                                     DAT_RETURN *ret)
 {
-        long long start = now_ns(), deadline = start + (long long)DATD_REPLY_TIMEOUT_MS * 1000000;
-        long long spin = call_spin_ns();
+        long long start = now_ns(), deadline = reply_deadline(), spin = call_spin_ns();
         long long spin_until = start + (conn->spin_score >= SPIN_SCORE_ON ? spin : 0);
 
         for (;;) {
                 struct datp_header head;
-                const char *reason = NULL;
-                unsigned nfds = 0;
-                ssize_t n = recv(conn->fd, &head, sizeof(head), MSG_PEEK | MSG_DONTWAIT);
-                int r;
+                ssize_t n;
 
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                        struct pollfd p = { .fd = conn->fd, .events = POLLIN };
-                        long long now = now_ns();
-
-                        if (now < spin_until)
-                                continue;
-                        if (now >= deadline) {
-                                snprintf(why, DATD_REASON_MAX, "no reply from datd within %d ms",
-                                         DATD_REPLY_TIMEOUT_MS);
-                                *ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
-                                return OWN_DONE;
-                        }
-                        (void)poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
-                        continue;
+                if (!wait_packet(conn, spin_until, deadline)) {
+                        *ret = no_reply(why);
+                        return OWN_DONE;
                 }
+                n = recv(conn->fd, &head, sizeof(head), MSG_PEEK | MSG_DONTWAIT);
+                if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                        continue;
                 if (n != (ssize_t)sizeof(head) || head.request_id == 0 ||
                     !(head.type & DATP_REPLY || head.type == DATP_ERROR))
                         return OWN_HAND_OVER;
-                n = datp_recv(conn->fd, reply, NULL, 0, &nfds);
-                if (n <= 0)
-                        return OWN_HAND_OVER;
-                r = datp_validate(reply, (size_t)n, nfds, DATP_TO_CLIENT, conn->version, &reason);
-                if (r < 0) {
+                *ret = take_packet(conn, reply, why);
+                if (*ret != DAT_SUCCESS) {
                         /* As the progress thread would: whoever sends
                          * garbage is not datd.  The shutdown lets the
                          * thread find the end of the connection. */
-                        snprintf(why, DATD_REASON_MAX, "malformed message from datd: %s",
-                                 reason ? reason : datp_decode_error_str(r));
                         (void)shutdown(conn->fd, SHUT_RDWR);
-                        *ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
                         return OWN_DONE;
                 }
                 if (reply->hdr.request_id == request_id) {
@@ -311,9 +316,7 @@ static DAT_RETURN threaded_reply(struct datd_conn *conn, uint16_t want, uint32_t
                 stop_reading(conn);
                 if (r == OWN_DONE) {
                         pthread_mutex_lock(&conn->wait_lock);
-                        conn->wait_id = 0;
-                        conn->wait_reply = NULL;
-                        conn->wait_done = false;
+                        forget_wait_locked(conn);
                         pthread_mutex_unlock(&conn->wait_lock);
                         return ret;
                 }
@@ -358,8 +361,7 @@ DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
                         stop_reading(conn);
                 if (threaded) {
                         pthread_mutex_lock(&conn->wait_lock);
-                        conn->wait_id = 0;
-                        conn->wait_reply = NULL;
+                        forget_wait_locked(conn);
                         pthread_mutex_unlock(&conn->wait_lock);
                 }
         } else if (threaded) {

@@ -692,17 +692,15 @@ static bool is_unconnected(DAT_EP_STATE s)
 _public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
 {
         struct ep *ep = ep_lookup(ep_handle);
-        struct ep next;
+        DAT_EP_STATE state;
 
         if (!ep)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
-        dat_object_lock();
-        next = *ep;
-        dat_object_unlock();
-        if (is_unconnected(next.state))
+        state = __atomic_load_n(&ep->state, __ATOMIC_ACQUIRE);
+        if (is_unconnected(state))
                 return DAT_SUCCESS;
-        if (next.state != DAT_EP_STATE_DISCONNECTED)
-                return ep_invalid_state(next.state);
+        if (state != DAT_EP_STATE_DISCONNECTED)
+                return ep_invalid_state(state);
         dto_ep_reset(ep);
         dat_object_lock();
         __atomic_store_n(&ep->state, DAT_EP_STATE_UNCONNECTED, __ATOMIC_RELEASE);
