@@ -197,14 +197,17 @@ static void refuse_over_quota(Client *c, const struct datp_obj_desc *d, const Ob
                  object_kind_to_string(d->kind), q->limit, q->value);
 }
 
-/* A request's object on the request's IA instance.  On failure the reply's
- * status says which id was unknown (the object's kind, when the request
- * names it). */
-static Object *find_object(Client *c, uint32_t ia_id, uint32_t obj_id, uint32_t kind,
-                           struct datp_status *status)
+/* A request's object on the request's IA instance: by obj_id, or with
+ * obj_id 0 the EP of ep_handle (libdat registers EPs without waiting for
+ * their id).  On failure the reply's status says which id was unknown (the
+ * object's kind, when the request names it). */
+static Object *find_object(Client *c, uint32_t ia_id, uint32_t obj_id, uint64_t ep_handle,
+                           uint32_t kind, struct datp_status *status)
 {
         IaInstance *instance = client_find_ia(c, ia_id);
-        Object *o = object_find(&c->objects, obj_id);
+        Object *o = obj_id != 0  ? object_find(&c->objects, obj_id)
+                    : ep_handle ? object_find_ep(&c->objects, ep_handle)
+                                : NULL;
 
         if (!instance)
                 reply_status(status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
@@ -229,6 +232,9 @@ static int handle_obj_create(Client *c, const struct datp_obj_create *req)
                 reply_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
         else if (!object_quota_allows(&instance->counts, &m->config->limits, &req->desc, NULL, &quota))
                 refuse_over_quota(c, &req->desc, &quota, &reply.status);
+        /* An EP's handle names it in later requests: one EP per handle. */
+        else if (req->desc.kind == DATP_OBJ_EP && object_find_ep(&c->objects, req->desc.handle))
+                reply_status(&reply.status, DAT_ERR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE), EEXIST);
         else if (object_add(c, instance, &req->desc, &reply.obj_id) < 0)
                 reply_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY),
                              ENOMEM);
@@ -243,7 +249,9 @@ static int handle_obj_create(Client *c, const struct datp_obj_create *req)
 static int handle_obj_update(Client *c, const struct datp_obj_update *req)
 {
         struct datp_obj_update_reply reply = {};
-        Object *o = find_object(c, req->ia_id, req->obj_id, req->desc.kind, &reply.status);
+        Object *o = find_object(c, req->ia_id, req->obj_id,
+                                req->desc.kind == DATP_OBJ_EP ? req->desc.handle : 0,
+                                req->desc.kind, &reply.status);
         ObjectQuota quota;
 
         datp_header_init(&reply.hdr, DATP_OBJ_UPDATE | DATP_REPLY, c->version, sizeof(reply),
@@ -265,8 +273,9 @@ static int handle_obj_update(Client *c, const struct datp_obj_update *req)
 static int handle_obj_destroy(Client *c, const struct datp_obj_destroy *req)
 {
         struct datp_obj_destroy_reply reply = {};
-        /* The kind is not in the request: no handle subtype. */
-        Object *o = find_object(c, req->ia_id, req->obj_id, 0, &reply.status);
+        /* The kind is not in the request, unless it names an EP by handle. */
+        Object *o = find_object(c, req->ia_id, req->obj_id, req->ep_handle,
+                                req->ep_handle ? DATP_OBJ_EP : 0, &reply.status);
 
         datp_header_init(&reply.hdr, DATP_OBJ_DESTROY | DATP_REPLY, c->version, sizeof(reply),
                          req->hdr.request_id);

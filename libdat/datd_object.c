@@ -1,6 +1,6 @@
 /* Registration of an IA's DAT objects with datd: one OBJ_* round trip on the
- * IA's control connection per create and state change; a free is sent
- * without waiting. */
+ * IA's control connection per create and state change; a free, and an EP's
+ * create, are sent without waiting. */
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +57,20 @@ DAT_RETURN datd_object_register(struct ia *ia, const struct datp_obj_desc *desc,
         return ret;
 }
 
+DAT_RETURN datd_object_register_ep_nowait(struct ia *ia, const struct datp_obj_desc *desc)
+{
+        struct datp_obj_create req = {
+                .hdr = { .type = DATP_OBJ_CREATE, .length = sizeof(req) },
+                .ia_id = ia->ia_id,
+                .desc = *desc,
+        };
+        DAT_RETURN ret = datd_conn_send(&ia->conn, &req.hdr);
+
+        if (ret != DAT_SUCCESS)
+                dat_trace("registering EP on IA \"%s\": datd cannot be reached", ia->name);
+        return ret;
+}
+
 DAT_RETURN datd_object_update(struct ia *ia, uint32_t obj_id, const struct datp_obj_desc *desc)
 {
         struct datp_obj_update req = {
@@ -70,6 +84,18 @@ DAT_RETURN datd_object_update(struct ia *ia, uint32_t obj_id, const struct datp_
         return object_call(ia, &req.hdr, "updating", desc->kind, &reply);
 }
 
+static void send_destroy(struct ia *ia, struct datp_obj_destroy *req)
+{
+        /* Without waiting for the reply: nothing here depends on it, and
+         * datd handles this client's requests in order, so every later
+         * request (a create against the same quota) finds it done.  A
+         * failure leaves nothing behind: datd frees what a connection
+         * owned when it closes, and it closes with the IA. */
+        if (datd_conn_send(&ia->conn, &req->hdr) != DAT_SUCCESS)
+                dat_trace("unregistering object %u (handle 0x%llx) on IA \"%s\": datd cannot be "
+                          "reached", req->obj_id, (unsigned long long)req->ep_handle, ia->name);
+}
+
 void datd_object_unregister(struct ia *ia, uint32_t obj_id)
 {
         struct datp_obj_destroy req = {
@@ -78,12 +104,16 @@ void datd_object_unregister(struct ia *ia, uint32_t obj_id)
                 .obj_id = obj_id,
         };
 
-        /* Without waiting for the reply: nothing here depends on it, and
-         * datd handles this client's requests in order, so every later
-         * request (a create against the same quota) finds it done.  A
-         * failure leaves nothing behind: datd frees what a connection
-         * owned when it closes, and it closes with the IA. */
-        if (datd_conn_send(&ia->conn, &req.hdr) != DAT_SUCCESS)
-                dat_trace("unregistering object %u on IA \"%s\": datd cannot be reached", obj_id,
-                          ia->name);
+        send_destroy(ia, &req);
+}
+
+void datd_object_unregister_ep(struct ia *ia, uint64_t ep_handle)
+{
+        struct datp_obj_destroy req = {
+                .hdr = { .type = DATP_OBJ_DESTROY, .length = sizeof(req) },
+                .ia_id = ia->ia_id,
+                .ep_handle = ep_handle,
+        };
+
+        send_destroy(ia, &req);
 }

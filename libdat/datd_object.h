@@ -20,11 +20,20 @@ struct ia;
 DAT_RETURN datd_object_register(struct ia *ia, const struct datp_obj_desc *desc,
                                 uint32_t *obj_id);
 
+/* Registers an EP without waiting for datd's answer: from then on the EP is
+ * named by its handle (obj_id 0 in datd_object_update, and
+ * datd_object_unregister_ep).  For a caller that knows datd will accept it
+ * (ia_reserve_ep); DAT_INTERNAL_ERROR when datd cannot be reached. */
+DAT_RETURN datd_object_register_ep_nowait(struct ia *ia, const struct datp_obj_desc *desc);
+
 /* Replaces the description datd holds (EP state changes, dat_ep_modify). */
 DAT_RETURN datd_object_update(struct ia *ia, uint32_t obj_id, const struct datp_obj_desc *desc);
 
 /* Forgets the object.  Never fails from the caller's point of view: if datd
  * is gone the object is gone with the connection anyway. */
 void datd_object_unregister(struct ia *ia, uint32_t obj_id);
+
+/* The same for an EP registered without waiting, named by its handle. */
+void datd_object_unregister_ep(struct ia *ia, uint64_t ep_handle);
 
 #endif

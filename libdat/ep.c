@@ -310,12 +310,60 @@ static DAT_RETURN settle_attributes(struct ia *ia, const struct ep_create_args *
         return DAT_SUCCESS;
 }
 
+/* Takes one of the instance's max_eps, unless they are all taken. */
+static bool ia_reserve_ep(struct ia *ia)
+{
+        uint32_t n = __atomic_load_n(&ia->eps_registered, __ATOMIC_RELAXED);
+
+        do {
+                if (n >= ia->info.max_eps)
+                        return false;
+        } while (!__atomic_compare_exchange_n(&ia->eps_registered, &n, n + 1, true,
+                                              __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+        return true;
+}
+
+static void ia_release_ep(struct ia *ia)
+{
+        __atomic_fetch_sub(&ia->eps_registered, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Below max_eps the EP is registered without waiting: datd's only refusal
+ * for an EP is that quota, datd counts this instance's EPs as we do, and it
+ * takes this connection's requests in the order they were sent (an EP's
+ * OBJ_DESTROY is sent before its count is given back).  It is named by its
+ * handle from then on.  At the quota datd is asked, so that its refusal is
+ * the answer (and is logged where the administrator looks).  A failure
+ * datd meets later anyway (memory) shows as DAT_INVALID_HANDLE when a
+ * request names the EP. */
 static DAT_RETURN ep_register(struct ia *ia, struct ep *ep)
 {
         struct datp_obj_desc desc;
+        DAT_RETURN ret;
 
         ep_describe(ep, &desc);
-        return datd_object_register(ia, &desc, &ep->datd_id);
+        if (ia_reserve_ep(ia)) {
+                ep->datd_id = 0;
+                ret = datd_object_register_ep_nowait(ia, &desc);
+                if (ret != DAT_SUCCESS)
+                        ia_release_ep(ia);
+                return ret;
+        }
+        ret = datd_object_register(ia, &desc, &ep->datd_id);
+        if (ret == DAT_SUCCESS)
+                __atomic_fetch_add(&ia->eps_registered, 1, __ATOMIC_ACQ_REL);
+        return ret;
+}
+
+static void ep_unregister(struct ep *ep)
+{
+        struct ia *ia = ep_ia(ep);
+
+        if (ep->datd_id)
+                datd_object_unregister(ia, ep->datd_id);
+        else
+                datd_object_unregister_ep(ia, handle_u64(ep->obj.handle));
+        ia_release_ep(ia);
 }
 
 static DAT_RETURN ep_create(const struct ep_create_args *a, DAT_EP_HANDLE *ep_handle)
@@ -489,7 +537,7 @@ void ep_free_provider(DAT_EP_HANDLE ep_handle)
         dat_object_lock();
         ep->obj.closing = true;
         dat_object_unlock();
-        datd_object_unregister(ep_ia(ep), ep->datd_id);
+        ep_unregister(ep);
         ep_free_object(ep, true);
 }
 
@@ -788,7 +836,7 @@ _public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
         srq = srq_lookup(ep->srq);
         if (srq && ep->recv_outstanding > 0)
                 srq_buffers_dropped(srq, ep->recv_outstanding);
-        datd_object_unregister(ep_ia(ep), ep->datd_id);
+        ep_unregister(ep);
         ep_free_object(ep, true);
         return DAT_SUCCESS;
 }

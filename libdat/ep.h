@@ -30,7 +30,8 @@ struct dto_ep;
 
 struct ep {
         struct dat_object obj;          /* parent: the IA it was created on */
-        uint32_t datd_id;               /* datd's id of its DATP_OBJ_EP description */
+        uint32_t datd_id;               /* datd's id of its DATP_OBJ_EP description; 0:
+                                         * registered without waiting, named by handle */
         DAT_EP_STATE state;
 
         DAT_PZ_HANDLE pz;               /* DAT_HANDLE_NULL only for a provider-created

@@ -32,6 +32,9 @@ struct ia {
         uint32_t ia_id;                         /* datd's id of this open instance */
         char name[DAT_NAME_MAX_LENGTH];         /* the name the consumer opened */
         struct datp_ia_info info;               /* what datd said at IA_OPEN */
+        /* EPs registered with datd on this instance, counted against
+         * info.max_eps as datd counts them (ep.c, ep_register). */
+        uint32_t eps_registered;
         const struct transport_caps *caps;
         struct progress *progress;              /* its progress thread (progress.h) */
         struct dto_ia dto;                      /* its running data paths (dto.h) */

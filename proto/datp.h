@@ -245,7 +245,7 @@ struct datp_obj_create_reply {
 struct datp_obj_update {
         struct datp_header hdr;
         uint32_t ia_id;
-        uint32_t obj_id;
+        uint32_t obj_id;           /* 0: the EP of desc.handle */
         struct datp_obj_desc desc;
 };
 
@@ -257,7 +257,8 @@ struct datp_obj_update_reply {
 struct datp_obj_destroy {
         struct datp_header hdr;
         uint32_t ia_id;
-        uint32_t obj_id;
+        uint32_t obj_id;           /* 0: the EP of ep_handle */
+        uint64_t ep_handle;        /* with obj_id 0; else 0 */
 };
 
 struct datp_obj_destroy_reply {

@@ -126,9 +126,10 @@ assert_offset(struct datp_obj_update, desc, 24);
 assert_size(struct datp_obj_update_reply, 24);
 assert_offset(struct datp_obj_update_reply, status, 16);
 
-assert_size(struct datp_obj_destroy, 24);
+assert_size(struct datp_obj_destroy, 32);
 assert_offset(struct datp_obj_destroy, ia_id, 16);
 assert_offset(struct datp_obj_destroy, obj_id, 20);
+assert_offset(struct datp_obj_destroy, ep_handle, 24);
 
 assert_size(struct datp_obj_destroy_reply, 24);
 assert_offset(struct datp_obj_destroy_reply, status, 16);

@@ -356,9 +356,12 @@ static int check_obj_update(const union datp_message *m, const char **reason)
         return check_obj_desc(&m->obj_update.desc, reason);
 }
 
-/* Any ia_id and obj_id: an unknown one is answered (DAT_INVALID_HANDLE). */
+/* Any ia_id and obj_id: an unknown one is answered (DAT_INVALID_HANDLE).
+ * An object is named one way: by obj_id, or (obj_id 0) by ep_handle. */
 static int check_obj_destroy(const union datp_message *m, const char **reason)
 {
+        if (m->obj_destroy.obj_id != 0 && m->obj_destroy.ep_handle != 0)
+                return refuse(reason, DATP_E_FIELD, "OBJ_DESTROY: both obj_id and ep_handle set");
         return DATP_OK;
 }
 

@@ -230,7 +230,13 @@ int raw_obj_update(int fd, uint32_t ia_id, uint32_t obj_id, const struct datp_ob
 
 int raw_obj_destroy(int fd, uint32_t ia_id, uint32_t obj_id, struct datp_obj_destroy_reply *reply)
 {
-        struct datp_obj_destroy d = { .ia_id = ia_id, .obj_id = obj_id };
+        return raw_obj_destroy_named(fd, ia_id, obj_id, 0, reply);
+}
+
+int raw_obj_destroy_named(int fd, uint32_t ia_id, uint32_t obj_id, uint64_t ep_handle,
+                          struct datp_obj_destroy_reply *reply)
+{
+        struct datp_obj_destroy d = { .ia_id = ia_id, .obj_id = obj_id, .ep_handle = ep_handle };
 
         datp_header_init(&d.hdr, DATP_OBJ_DESTROY, 1, sizeof(d), next_request_id++);
         return raw_call(fd, &d.hdr, reply, sizeof(*reply));

@@ -47,6 +47,9 @@ int raw_obj_create(int fd, uint32_t ia_id, const struct datp_obj_desc *desc,
 int raw_obj_update(int fd, uint32_t ia_id, uint32_t obj_id, const struct datp_obj_desc *desc,
                    struct datp_obj_update_reply *reply);
 int raw_obj_destroy(int fd, uint32_t ia_id, uint32_t obj_id, struct datp_obj_destroy_reply *reply);
+/* OBJ_DESTROY naming the object by obj_id, or (obj_id 0) the EP by handle. */
+int raw_obj_destroy_named(int fd, uint32_t ia_id, uint32_t obj_id, uint64_t ep_handle,
+                          struct datp_obj_destroy_reply *reply);
 
 /* A valid description of an object of kind with this handle: EPs
  * UNCONNECTED with small limits, LMRs of length bytes (ignored for other

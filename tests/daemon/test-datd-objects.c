@@ -266,8 +266,65 @@ Test(datd_objects, obj_ids_are_distinct_and_never_zero)
 
         ia = start_open("");
         a = create_ok(fd, ia, DATP_OBJ_EP, 0x10, 0);
-        b = create_ok(fd, ia, DATP_OBJ_EP, 0x10, 0);
+        b = create_ok(fd, ia, DATP_OBJ_EP, 0x11, 0);
         cr_expect_neq(a, b);
+        stop();
+}
+
+/* An EP's handle names it (obj_id 0): one EP per handle on a connection,
+ * while other kinds may share a handle value. */
+Test(datd_objects, a_second_ep_with_the_same_handle_is_refused)
+{
+        uint32_t ia;
+
+        ia = start_open("");
+        create_ok(fd, ia, DATP_OBJ_EP, 0x10, 0);
+        expect_status(create(fd, ia, DATP_OBJ_EP, 0x10, 0, NULL),
+                      DAT_ERROR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE));
+        create_ok(fd, ia, DATP_OBJ_PZ, 0x10, 0);
+        create_ok(fd, ia, DATP_OBJ_PZ, 0x10, 0);
+        cr_expect_eq(n_objects_listed(), 3);
+        stop();
+}
+
+static uint32_t destroy_ep_by_handle(int sock, uint32_t ia_id, uint64_t handle)
+{
+        struct datp_obj_destroy_reply reply;
+        int r = raw_obj_destroy_named(sock, ia_id, 0, handle, &reply);
+
+        cr_assert_eq(r, 0, "OBJ_DESTROY: %s", strerror(-r));
+        return reply.status.dat_status;
+}
+
+/* How libdat names the EPs it registers without waiting for their id. */
+Test(datd_objects, obj_id_0_names_the_ep_of_the_handle)
+{
+        struct bus_endpoint rows[2];
+        struct datp_obj_desc desc;
+        uint32_t ia, pz;
+        size_t n;
+
+        ia = start_open("");
+        create_ok(fd, ia, DATP_OBJ_EP, 0x42, 0);
+        pz = create_ok(fd, ia, DATP_OBJ_PZ, 0x43, 0);
+        raw_obj_desc(&desc, DATP_OBJ_EP, 0x42, 0);
+        desc.state = DAT_EP_STATE_CONNECTED;
+        expect_status(update(fd, ia, 0, &desc), DAT_SUCCESS);
+        cr_assert_eq(bus_list_endpoints(bus, rows, 2, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_expect_str_eq(rows[0].state, "CONNECTED");
+        /* Only EPs are found by handle. */
+        raw_obj_desc(&desc, DATP_OBJ_PZ, 0x43, 0);
+        expect_status(update(fd, ia, 0, &desc), DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ));
+        expect_status(destroy_ep_by_handle(fd, ia, 0x43),
+                      DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+        expect_status(destroy_ep_by_handle(fd, ia, 0x42), DAT_SUCCESS);
+        expect_status(destroy_ep_by_handle(fd, ia, 0x42),
+                      DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+        cr_expect_eq(n_objects_listed(), 1);
+        expect_status(destroy(fd, ia, pz), DAT_SUCCESS);
+        /* The handle is free again. */
+        create_ok(fd, ia, DATP_OBJ_EP, 0x42, 0);
         stop();
 }
 
@@ -574,9 +631,11 @@ Test(datd_objects, obj_update_of_an_unknown_object_is_invalid_handle_of_its_kind
         ia = start_open("");
         id = create_ok(fd, ia, DATP_OBJ_EP, 0x1, 0);
         raw_obj_desc(&desc, DATP_OBJ_EP, 0x1, 0);
-        expect_status(update(fd, ia, 0, &desc), DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
         expect_status(update(fd, ia, id + 1, &desc), DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
         expect_status(update(fd, ia, UINT32_MAX, &desc), DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+        /* obj_id 0: by handle, and no EP has this one. */
+        raw_obj_desc(&desc, DATP_OBJ_EP, 0x2, 0);
+        expect_status(update(fd, ia, 0, &desc), DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
         raw_obj_desc(&desc, DATP_OBJ_LMR, 0x1, 1);
         expect_status(update(fd, ia, id + 1, &desc), DAT_ERROR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR));
         stop();

@@ -560,6 +560,18 @@ Test(datp_fields, obj_destroy_takes_any_ids)
         expect(DATP_OK);
 }
 
+Test(datp_fields, obj_destroy_names_an_object_by_id_or_an_ep_by_handle_not_both)
+{
+        start(DATP_OBJ_DESTROY);
+        m.obj_destroy.obj_id = 0;
+        m.obj_destroy.ep_handle = UINT64_MAX;
+        expect(DATP_OK);
+        m.obj_destroy.obj_id = 9;
+        expect(-DATP_E_FIELD);
+        m.obj_destroy.ep_handle = 0;
+        expect(DATP_OK);
+}
+
 Test(datp_fields, obj_create_reply_has_an_obj_id_exactly_on_success)
 {
         start(DATP_OBJ_CREATE | DATP_REPLY);
