@@ -36,9 +36,12 @@
 #include "libdat/conn.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "libdat/dto.h"
 #include "libdat/ep.h"
@@ -180,6 +183,65 @@ static uint32_t stop_data_path(struct ia *ia, const struct datp_ev_conn *ev)
 }
 
 static void send_disconnect_nowait(struct ep *ep, uint32_t conn_id, bool graceful);
+
+/* Threads waiting for datd's answer to an accept (ep->accept_due). */
+static pthread_mutex_t accept_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t accept_cond = PTHREAD_COND_INITIALIZER;
+
+bool conn_accept_answered(DAT_EP_HANDLE handle, uint32_t conn_id, uint32_t *cr_id,
+                          struct ia **ia)
+{
+        DAT_EVD_HANDLE evd_handle = DAT_HANDLE_NULL;
+        bool refused = false;
+        struct ep *ep;
+
+        dat_object_lock();
+        ep = ep_lookup(handle);
+        if (ep && ep->accept_due) {
+                if (conn_id != 0) {
+                        /* Its events follow this answer: none came yet. */
+                        ep->conn_id = conn_id;
+                } else if (ep->state == DAT_EP_STATE_COMPLETION_PENDING && !ep->obj.closing) {
+                        __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);
+                        ep->event_pd_len = 0;
+                        evd_handle = ep->connect_evd;
+                        *cr_id = ep->accept_cr_id;
+                        *ia = ep_ia(ep);
+                        ep_pin_locked(ep);
+                        refused = true;
+                }
+                __atomic_store_n(&ep->accept_due, false, __ATOMIC_RELEASE);
+        }
+        dat_object_unlock();
+        pthread_mutex_lock(&accept_lock);
+        pthread_cond_broadcast(&accept_cond);
+        pthread_mutex_unlock(&accept_lock);
+        if (refused) {
+                /* datd did not take the EP to Completion Pending. */
+                ep_mirror_nowait(ep);
+                post_conn_event(evd_handle, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, ep, 0,
+                                true);
+        }
+        return refused;
+}
+
+/* Until datd answered the EP's accept: a disconnect or free needs the
+ * connection's id.  The answer comes before any event of the connection,
+ * on the progress thread; bounded like a round trip. */
+static void await_accept_answer(struct ep *ep)
+{
+        struct timespec deadline;
+
+        if (!__atomic_load_n(&ep->accept_due, __ATOMIC_ACQUIRE))
+                return;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += DATD_REPLY_TIMEOUT_MS / 1000;
+        pthread_mutex_lock(&accept_lock);
+        while (__atomic_load_n(&ep->accept_due, __ATOMIC_ACQUIRE))
+                if (pthread_cond_timedwait(&accept_cond, &accept_lock, &deadline) == ETIMEDOUT)
+                        break;
+        pthread_mutex_unlock(&accept_lock);
+}
 
 void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev_in)
 {
@@ -355,6 +417,7 @@ void conn_ep_abort(struct ep *ep)
         uint32_t conn_id;
         bool live;
 
+        await_accept_answer(ep);
         dat_object_lock();
         live = has_connection(ep->state);
         conn_id = ep->conn_id;
@@ -578,6 +641,7 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
         if (close_flags != DAT_CLOSE_ABRUPT_FLAG && close_flags != DAT_CLOSE_GRACEFUL_FLAG)
                 return DAT_ERR_ARG(2);
+        await_accept_answer(ep);
         dat_object_lock();
         s = ep->state;
         conn_id = ep->conn_id;

@@ -371,6 +371,8 @@ static DAT_RETURN take_accepting_ep(struct cr *cr, DAT_EP_HANDLE handle, struct 
                 __atomic_store_n(&ep->state, DAT_EP_STATE_COMPLETION_PENDING, __ATOMIC_RELEASE);
                 ep->active = false;
                 ep->conn_id = 0;
+                ep->accept_due = true;
+                ep->accept_cr_id = cr->cr_id;
                 ep->remote_address = cr->remote_address;
                 ep->has_remote = true;
                 ep->remote_port = cr->remote_port;
@@ -382,14 +384,45 @@ static DAT_RETURN take_accepting_ep(struct cr *cr, DAT_EP_HANDLE handle, struct 
         return ret;
 }
 
+/* datd's answer to a CR_ACCEPT, on the progress thread (ctx: the EP's
+ * handle).  A refusal (a quota of datd's, the request withdrawn meanwhile,
+ * a malformed request) ends the accept as the connection failing would:
+ * the EP gets DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, and the
+ * request, no longer here, is rejected at datd so that the active side
+ * hears of it. */
+static void accept_answered(void *ctx, DAT_RETURN ret, const union datp_message *reply)
+{
+        struct datp_cr_reject req = { .hdr = { .type = DATP_CR_REJECT, .length = sizeof(req) } };
+        uint32_t conn_id = 0, cr_id = 0;
+        struct ia *ia = NULL;
+
+        if (ret == DAT_SUCCESS)
+                ret = dat_err_normalize(reply->cr_accept_reply.status.dat_status);
+        if (ret == DAT_SUCCESS)
+                conn_id = reply->cr_accept_reply.conn_id;
+        else
+                dat_trace("accept on EP %p: datd answered 0x%08x", ctx, ret);
+        if (!conn_accept_answered((DAT_EP_HANDLE)ctx, conn_id, &cr_id, &ia))
+                return;
+        if (__atomic_load_n(&ia->conn.dead, __ATOMIC_ACQUIRE))
+                return;
+        req.ia_id = ia->ia_id;
+        req.cr_id = cr_id;
+        req.flags = DATP_CR_REJECT_NON_PEER;
+        (void)datd_conn_send(&ia->conn, &req.hdr);
+}
+
 /* dat_cr_accept(3DAT): the EP moves to Completion Pending, then Connected
  * with DAT_CONNECTION_EVENT_ESTABLISHED (or Disconnected with
- * DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR) when datd says. */
+ * DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR) when datd says.  It returns
+ * once the CR_ACCEPT is sent: datd answers the connection's id, or a
+ * refusal, on the progress thread (accept_answered), before any event of
+ * the connection, so the accepting thread's chain per connection holds no
+ * round trip. */
 _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
                                   DAT_COUNT private_data_size, const DAT_PVOID private_data)
 {
         struct datp_cr_accept req = { .hdr = { .type = DATP_CR_ACCEPT, .length = sizeof(req) } };
-        union datp_message reply;
         struct cr *cr = NULL;
         struct ep *ep;
         DAT_EP_STATE before = DAT_EP_STATE_UNCONNECTED;
@@ -410,11 +443,14 @@ _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_hand
         req.pd_len = (uint32_t)private_data_size;
         if (private_data_size)
                 memcpy(req.private_data, private_data, (size_t)private_data_size);
-        ret = cr_call(cr, &req.hdr, &reply);
+        ret = datd_conn_send_later(&cr_ia(cr)->conn, &req.hdr, accept_answered,
+                                   (void *)ep->obj.handle);
         if (ret != DAT_SUCCESS) {
                 bool back = false;
 
+                dat_trace("CR_ACCEPT of connection request %u could not be sent", cr->cr_id);
                 dat_object_lock();
+                ep->accept_due = false;
                 if (ep->state == DAT_EP_STATE_COMPLETION_PENDING) {
                         __atomic_store_n(&ep->state, before, __ATOMIC_RELEASE);
                         ep->has_remote = false;
@@ -426,10 +462,6 @@ _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_hand
                 cr_unclaim(cr);
                 return ret;
         }
-        dat_object_lock();
-        if (ep->conn_id == 0)
-                ep->conn_id = reply.cr_accept_reply.conn_id;
-        dat_object_unlock();
         cr_destroy(&cr->obj);
         return DAT_SUCCESS;
 }

@@ -258,10 +258,11 @@ enum own_read {
 };
 
 /* Reads the socket, between start_reading and stop_reading, while the
- * packet at its head is a reply: the reply to request_id ends the call,
- * others (to datd_conn_send, or to a call that gave up) are dropped as the
- * progress thread would.  Anything else is the progress thread's: an
- * event, an ERROR of no request, the end of the connection. */
+ * packet at its head is the reply to request_id.  Anything else is the
+ * progress thread's: an event, an ERROR of no request, the end of the
+ * connection, and the replies to datd_conn_send_later (whose functions run
+ * on that thread only, as events are dispatched there only) or to a call
+ * that gave up. */
 static enum own_read read_own_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
                                     union datp_message *reply, char why[DATD_REASON_MAX],
                                     DAT_RETURN *ret)
@@ -280,7 +281,7 @@ static enum own_read read_own_reply(struct datd_conn *conn, uint16_t want, uint3
                 n = recv(conn->fd, &head, sizeof(head), MSG_PEEK | MSG_DONTWAIT);
                 if (n < 0 && (errno == EINTR || errno == EAGAIN))
                         continue;
-                if (n != (ssize_t)sizeof(head) || head.request_id == 0 ||
+                if (n != (ssize_t)sizeof(head) || head.request_id != request_id ||
                     !(head.type & DATP_REPLY || head.type == DATP_ERROR))
                         return OWN_HAND_OVER;
                 *ret = take_packet(conn, reply, why);
@@ -291,13 +292,9 @@ static enum own_read read_own_reply(struct datd_conn *conn, uint16_t want, uint3
                         (void)shutdown(conn->fd, SHUT_RDWR);
                         return OWN_DONE;
                 }
-                if (reply->hdr.request_id == request_id) {
-                        score_spin(conn, now_ns() - start <= spin);
-                        *ret = check_reply(want, reply, why);
-                        return OWN_DONE;
-                }
-                if (reply->hdr.type == DATP_ERROR)
-                        dat_trace("datd: %s", reply->error.reason);
+                score_spin(conn, now_ns() - start <= spin);
+                *ret = check_reply(want, reply, why);
+                return OWN_DONE;
         }
 }
 
@@ -385,6 +382,77 @@ DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request)
         return DAT_SUCCESS;
 }
 
+/* Files fn for request_id; false without memory.  Under wait_lock. */
+static bool later_add_locked(struct datd_conn *conn, const struct datd_later *l)
+{
+        if (conn->n_later == conn->later_cap) {
+                size_t cap = conn->later_cap ? conn->later_cap * 2 : 8;
+                struct datd_later *more = reallocarray(conn->later, cap, sizeof(*more));
+
+                if (!more)
+                        return false;
+                conn->later = more;
+                conn->later_cap = cap;
+        }
+        conn->later[conn->n_later++] = *l;
+        return true;
+}
+
+/* Takes request_id's entry out into *out; false when there is none.  The
+ * entries are few (the replies still due), and the oldest is nearly
+ * always the one. Under wait_lock. */
+static bool later_take_locked(struct datd_conn *conn, uint32_t request_id, struct datd_later *out)
+{
+        for (size_t i = 0; i < conn->n_later; i++) {
+                if (conn->later[i].request_id != request_id)
+                        continue;
+                *out = conn->later[i];
+                memmove(&conn->later[i], &conn->later[i + 1],
+                        (conn->n_later - i - 1) * sizeof(conn->later[0]));
+                conn->n_later--;
+                return true;
+        }
+        return false;
+}
+
+DAT_RETURN datd_conn_send_later(struct datd_conn *conn, struct datp_header *request,
+                                datd_later_fn *fn, void *ctx)
+{
+        struct datd_later l = { .want = request->type | DATP_REPLY, .fn = fn, .ctx = ctx };
+        struct datd_later gone;
+        bool threaded, filed = false;
+
+        pthread_mutex_lock(&conn->wait_lock);
+        threaded = conn->threaded && !conn->dead;
+        if (threaded) {
+                l.request_id = next_request_id(conn);
+                filed = later_add_locked(conn, &l);
+        }
+        pthread_mutex_unlock(&conn->wait_lock);
+        if (!threaded) {
+                union datp_message reply;
+                char why[DATD_REASON_MAX];
+                DAT_RETURN ret = datd_conn_call(conn, request, &reply, why);
+
+                if (ret != DAT_SUCCESS) {
+                        dat_trace("%s: %s", datp_type_name(request->type), why);
+                        return ret;
+                }
+                fn(ctx, DAT_SUCCESS, &reply);
+                return DAT_SUCCESS;
+        }
+        if (!filed)
+                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        /* Filed before the send: the reply cannot come first. */
+        if (send_request(conn, request, l.request_id) >= 0)
+                return DAT_SUCCESS;
+        pthread_mutex_lock(&conn->wait_lock);
+        filed = later_take_locked(conn, l.request_id, &gone);
+        pthread_mutex_unlock(&conn->wait_lock);
+        /* Taken by a hang-up meanwhile: its function was called. */
+        return filed ? DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE) : DAT_SUCCESS;
+}
+
 void datd_conn_set_threaded(struct datd_conn *conn, bool threaded)
 {
         pthread_mutex_lock(&conn->wait_lock);
@@ -412,7 +480,8 @@ void datd_conn_end_read(struct datd_conn *conn)
 
 bool datd_conn_deliver(struct datd_conn *conn, const union datp_message *msg, size_t len)
 {
-        bool taken = false;
+        struct datd_later l;
+        bool taken = false, later = false;
 
         pthread_mutex_lock(&conn->wait_lock);
         if (conn->wait_id != 0 && msg->hdr.request_id == conn->wait_id && !conn->wait_done &&
@@ -422,17 +491,38 @@ bool datd_conn_deliver(struct datd_conn *conn, const union datp_message *msg, si
                 __atomic_store_n(&conn->wait_done, true, __ATOMIC_RELEASE);
                 taken = true;
                 pthread_cond_broadcast(&conn->wait_cond);
+        } else if (msg->hdr.request_id != 0) {
+                later = later_take_locked(conn, msg->hdr.request_id, &l);
         }
         pthread_mutex_unlock(&conn->wait_lock);
+        if (later) {
+                char why[DATD_REASON_MAX];
+                DAT_RETURN ret = check_reply(l.want, msg, why);
+
+                if (ret != DAT_SUCCESS)
+                        dat_trace("%s", why);
+                l.fn(l.ctx, ret, ret == DAT_SUCCESS ? msg : NULL);
+                taken = true;
+        }
         return taken;
 }
 
 void datd_conn_hangup(struct datd_conn *conn)
 {
+        struct datd_later *due;
+        size_t n;
+
         pthread_mutex_lock(&conn->wait_lock);
         __atomic_store_n(&conn->dead, true, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&conn->wait_cond);
+        due = conn->later;
+        n = conn->n_later;
+        conn->later = NULL;
+        conn->n_later = conn->later_cap = 0;
         pthread_mutex_unlock(&conn->wait_lock);
+        for (size_t i = 0; i < n; i++)
+                due[i].fn(due[i].ctx, DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE), NULL);
+        free(due);
 }
 
 static DAT_RETURN say_hello(struct datd_conn *conn, char why[DATD_REASON_MAX])
@@ -515,6 +605,10 @@ void datd_conn_close(struct datd_conn *conn)
         if (conn->fd >= 0)
                 close(conn->fd);
         conn->fd = -1;
+        /* Due replies of objects gone with the IA. */
+        free(conn->later);
+        conn->later = NULL;
+        conn->n_later = conn->later_cap = 0;
         pthread_mutex_destroy(&conn->lock);
         pthread_mutex_destroy(&conn->wait_lock);
         pthread_mutex_destroy(&conn->read_lock);

@@ -44,6 +44,19 @@
 /* Room for a human-readable reason, for the debug trace. */
 #define DATD_REASON_MAX 256
 
+/* What becomes of the reply to a request sent with datd_conn_send_later:
+ * called once, on the progress thread, with DAT_SUCCESS and the reply
+ * (its type checked, its own status left to fn), or with the failure and
+ * NULL (datd refused the request as malformed, or went away). */
+typedef void datd_later_fn(void *ctx, DAT_RETURN ret, const union datp_message *reply);
+
+struct datd_later {
+        uint32_t request_id;
+        uint16_t want;                  /* the reply's type */
+        datd_later_fn *fn;
+        void *ctx;
+};
+
 struct datd_conn {
         int fd;
         uint16_t version;               /* negotiated by HELLO */
@@ -74,6 +87,11 @@ struct datd_conn {
         /* Whether a caller spins for its reply before it sleeps
          * (datd_conn.c, score_spin); under lock. */
         unsigned spin_score;
+
+        /* Requests whose replies nobody waits for but datd_later_fn's;
+         * under wait_lock. */
+        struct datd_later *later;
+        size_t n_later, later_cap;
 };
 
 /* $DATD_SOCKET if set and non-empty, else DATD_DEFAULT_SOCKET. */
@@ -97,6 +115,14 @@ DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
  * DAT_INTERNAL_ERROR. */
 DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request);
 
+/* Sends request without waiting: fn gets its reply when the progress
+ * thread reads it (so after every earlier packet of datd and before every
+ * later one), or the failure that there will be none.  Before the progress
+ * thread runs this is a round trip and fn is called here.  Returns
+ * DAT_SUCCESS (fn will be called) or DAT_INTERNAL_ERROR (it will not). */
+DAT_RETURN datd_conn_send_later(struct datd_conn *conn, struct datp_header *request,
+                                datd_later_fn *fn, void *ctx);
+
 /* For the progress thread: from now on replies come through
  * datd_conn_deliver.  Called before the thread starts reading. */
 void datd_conn_set_threaded(struct datd_conn *conn, bool threaded);
@@ -114,12 +140,14 @@ bool datd_conn_begin_read(struct datd_conn *conn);
 void datd_conn_end_read(struct datd_conn *conn);
 
 /* For the progress thread: a validated reply (or ERROR) from datd.  Copies
- * it to the caller waiting for its request_id and wakes it; returns false
- * when nobody waits for it (a reply to datd_conn_send: dropped). */
+ * it to the caller waiting for its request_id and wakes it, or hands it to
+ * its datd_later_fn; returns false when nobody waits for it (the reply to
+ * a call that gave up: dropped). */
 bool datd_conn_deliver(struct datd_conn *conn, const union datp_message *msg, size_t len);
 
 /* For the progress thread: datd closed the connection or sent garbage;
- * the waiting call and every later one fail. */
+ * the waiting call and every later one fail, and every datd_later_fn
+ * still due is called with the failure. */
 void datd_conn_hangup(struct datd_conn *conn);
 
 /* Closes the socket (datd then drops whatever this connection still owned).

@@ -10,6 +10,7 @@ tests_conn_libconntest_la_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_conn_libconntest_la_LIBADD = tests/libharness.la $(CRITERION_LIBS)
 
 conn_tests = \
+	tests/conn/test_conn_accept \
 	tests/conn/test_conn_args \
 	tests/conn/test_conn_progress \
 	tests/conn/test_conn_cross_host \
@@ -20,6 +21,10 @@ TESTS += $(conn_tests)
 conn_test_cflags = $(AM_CFLAGS) $(CRITERION_CFLAGS) -pthread
 conn_test_ldadd = tests/conn/libconntest.la libdat/libdatcore.la proto/libdatp.la \
 	tests/libharness.la $(CRITERION_LIBS) -lpthread
+
+tests_conn_test_conn_accept_SOURCES = tests/conn/test_conn_accept.c
+tests_conn_test_conn_accept_CFLAGS = $(conn_test_cflags)
+tests_conn_test_conn_accept_LDADD = $(conn_test_ldadd)
 
 tests_conn_test_conn_args_SOURCES = tests/conn/test_conn_args.c
 tests_conn_test_conn_args_CFLAGS = $(conn_test_cflags)

@@ -1,0 +1,180 @@
+/* dat_cr_accept returns once the accept is sent: datd's answer (the
+ * connection's id, or a refusal) comes on the progress thread before the
+ * connection's events.  What must still hold: the accept completes while
+ * datd is busy, a refusal reaches both EPs as events, and a disconnect or
+ * free before the answer waits for it (it needs the connection's id). */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "tests/conn/conn_test.h"
+
+static struct side a, a2, p; /* active (two clients), passive */
+
+static void open_sides(void)
+{
+        side_open(&a);
+        side_open(&a2);
+        side_open(&p);
+}
+
+static void setup(void)
+{
+        conn_datd_start();
+        open_sides();
+}
+
+/* Each IA is its own client of datd: p may hold one connection. */
+static void setup_one_connection_per_client(void)
+{
+        cr_assert_eq(datd_start(&conn_datd,
+                                "{\"ias\": [{\"name\": \"shm\", \"transport\": \"shm\","
+                                " \"address\": \"127.0.0.1\"},"
+                                " {\"name\": \"tcp\", \"transport\": \"tcp\", \"address\": \"127.0.0.1\"}],"
+                                " \"verbs\": false,"
+                                " \"limits\": {\"max_connections_per_client\": 1}}"),
+                     0, "datd did not start");
+        datd_export_env(&conn_datd);
+        open_sides();
+}
+
+static void teardown(void)
+{
+        side_close(&a);
+        side_close(&a2);
+        side_close(&p);
+        conn_datd_stop();
+}
+
+TestSuite(accept, .init = setup, .fini = teardown, .timeout = CONN_TEST_TIMEOUT);
+TestSuite(accept_refused, .init = setup_one_connection_per_client, .fini = teardown,
+          .timeout = CONN_TEST_TIMEOUT);
+
+/* A call run on a thread while datd is stopped. */
+struct call {
+        DAT_CR_HANDLE cr;
+        DAT_EP_HANDLE ep;
+        bool disconnect;                /* dat_ep_disconnect(ep) instead of accepting */
+        DAT_RETURN ret;
+        bool done;
+};
+
+static void *run_call(void *arg)
+{
+        struct call *c = arg;
+
+        c->ret = c->disconnect ? dat_ep_disconnect(c->ep, DAT_CLOSE_ABRUPT_FLAG)
+                               : dat_cr_accept(c->cr, c->ep, 0, NULL);
+        __atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
+        return NULL;
+}
+
+/* Whether c finishes within 2 s (no timing is asserted: a call that
+ * waits for the stopped datd never finishes before SIGCONT). */
+static bool finishes_while_stopped(struct call *c)
+{
+        struct timespec nap = { 0, 10 * 1000 * 1000 };
+
+        for (int i = 0; i < 200; i++) {
+                if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE))
+                        return true;
+                nanosleep(&nap, NULL);
+        }
+        return __atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
+}
+
+Test(accept, accept_returns_without_waiting_for_datd)
+{
+        DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        struct call c = { .ep = pep };
+        pthread_t t;
+        bool quick;
+
+        side_psp(&p, q);
+        c.cr = connect_and_get_cr(&a, aep, &p, q, NULL, 0);
+        cr_assert_eq(kill(conn_datd.pid, SIGSTOP), 0);
+        cr_assert_eq(pthread_create(&t, NULL, run_call, &c), 0);
+        quick = finishes_while_stopped(&c);
+        cr_assert_eq(kill(conn_datd.pid, SIGCONT), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_expect(quick, "dat_cr_accept waited for the stopped datd");
+        cr_assert_eq(c.ret, DAT_SUCCESS, "dat_cr_accept: 0x%08x", c.ret);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_CONNECTED);
+}
+
+/* The disconnect needs the connection's id, which datd has not answered
+ * yet: it waits for the answer, and then ends the connection at datd too
+ * (the active side hears of it). */
+Test(accept, disconnect_before_datd_answered_the_accept_ends_the_connection)
+{
+        DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        struct call c = { .ep = pep, .disconnect = true };
+        DAT_EVENT ev;
+        DAT_CR_HANDLE cr;
+        pthread_t t;
+
+        side_psp(&p, q);
+        cr = connect_and_get_cr(&a, aep, &p, q, NULL, 0);
+        cr_assert_eq(kill(conn_datd.pid, SIGSTOP), 0);
+        cr_assert_eq(dat_cr_accept(cr, pep, 0, NULL), DAT_SUCCESS);
+        cr_assert_eq(ep_state_of(pep), DAT_EP_STATE_COMPLETION_PENDING);
+        cr_assert_eq(pthread_create(&t, NULL, run_call, &c), 0);
+        cr_expect_not(finishes_while_stopped(&c), "the disconnect did not wait for datd's answer");
+        cr_assert_eq(kill(conn_datd.pid, SIGCONT), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_assert_eq(c.ret, DAT_SUCCESS, "dat_ep_disconnect: 0x%08x", c.ret);
+        /* Either side may see ESTABLISHED first (the connection was made
+         * before the disconnect reached datd); both end Disconnected. */
+        ev = wait_event(p.conn_evd);
+        if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
+                ev = wait_event(p.conn_evd);
+        cr_expect_eq(ev.event_number, DAT_CONNECTION_EVENT_DISCONNECTED, "event 0x%x",
+                     ev.event_number);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+        ev = wait_event(a.conn_evd);
+        if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
+                ev = wait_event(a.conn_evd);
+        cr_expect_eq(ev.event_number, DAT_CONNECTION_EVENT_DISCONNECTED, "event 0x%x",
+                     ev.event_number);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_DISCONNECTED);
+        /* Nothing of the ended connection comes later to the passive EP. */
+        cr_expect(evd_empty(p.conn_evd));
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+}
+
+/* datd refuses the accept (max_connections_per_client): the accepting EP
+ * gets DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR and the active side,
+ * whose request is gone, DAT_CONNECTION_EVENT_NON_PEER_REJECTED. */
+Test(accept_refused, a_refused_accept_is_an_accept_completion_error_on_both_sides)
+{
+        DAT_EP_HANDLE aep, pep, aep2 = side_ep(&a2), pep2 = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_CR_HANDLE cr;
+
+        side_psp(&p, q);
+        aep = side_ep(&a);
+        pep = side_ep(&p);
+        cr = connect_and_get_cr(&a, aep, &p, q, NULL, 0);
+        cr_assert_eq(dat_cr_accept(cr, pep, 0, NULL), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr = connect_and_get_cr(&a2, aep2, &p, q, NULL, 0);
+        cr_assert_eq(dat_cr_accept(cr, pep2, 0, NULL), DAT_SUCCESS);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+        cr_expect_eq(ep_state_of(pep2), DAT_EP_STATE_DISCONNECTED);
+        expect_event(a2.conn_evd, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+        cr_expect_eq(ep_state_of(aep2), DAT_EP_STATE_DISCONNECTED);
+        /* The refused EP is usable again after a reset. */
+        cr_expect_eq(dat_ep_reset(pep2), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(pep2), DAT_EP_STATE_UNCONNECTED);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_CONNECTED);
+}
