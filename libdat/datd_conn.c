@@ -415,6 +415,31 @@ static bool later_take_locked(struct datd_conn *conn, uint32_t request_id, struc
         return false;
 }
 
+/* Set on the progress threads (datd_conn_reader_thread). */
+static __thread bool reader_thread;
+
+void datd_conn_reader_thread(void)
+{
+        reader_thread = true;
+}
+
+/* Until fewer than DATD_LATER_MAX replies are due, datd went away, or a
+ * round trip's time passed; under wait_lock (datd_conn_deliver wakes). */
+static void await_later_room_locked(struct datd_conn *conn)
+{
+        struct timespec deadline;
+        long long end = reply_deadline();
+
+        if (reader_thread)
+                return;
+        deadline.tv_sec = (time_t)(end / 1000000000LL);
+        deadline.tv_nsec = (long)(end % 1000000000LL);
+        while (conn->n_later >= DATD_LATER_MAX && !conn->dead && conn->threaded)
+                if (pthread_cond_timedwait(&conn->wait_cond, &conn->wait_lock, &deadline) ==
+                    ETIMEDOUT)
+                        break;
+}
+
 DAT_RETURN datd_conn_send_later(struct datd_conn *conn, struct datp_header *request,
                                 datd_later_fn *fn, void *ctx)
 {
@@ -423,6 +448,7 @@ DAT_RETURN datd_conn_send_later(struct datd_conn *conn, struct datp_header *requ
         bool threaded, filed = false;
 
         pthread_mutex_lock(&conn->wait_lock);
+        await_later_room_locked(conn);
         threaded = conn->threaded && !conn->dead;
         if (threaded) {
                 l.request_id = next_request_id(conn);
@@ -493,6 +519,9 @@ bool datd_conn_deliver(struct datd_conn *conn, const union datp_message *msg, si
                 pthread_cond_broadcast(&conn->wait_cond);
         } else if (msg->hdr.request_id != 0) {
                 later = later_take_locked(conn, msg->hdr.request_id, &l);
+                /* Room for a sender held back by DATD_LATER_MAX. */
+                if (later)
+                        pthread_cond_broadcast(&conn->wait_cond);
         }
         pthread_mutex_unlock(&conn->wait_lock);
         if (later) {

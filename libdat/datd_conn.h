@@ -115,17 +115,30 @@ DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
  * DAT_INTERNAL_ERROR. */
 DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request);
 
+/* How many requests of datd_conn_send_later may await their replies.
+ * Each answer brings more of datd's packets (an accept: a data channel,
+ * ESTABLISHED); without a bound a burst of them would let datd's queue of
+ * packets for this connection outgrow its max_pending_replies while the
+ * progress thread works through them, and datd drops such a client. */
+#define DATD_LATER_MAX 32
+
 /* Sends request without waiting: fn gets its reply when the progress
  * thread reads it (so after every earlier packet of datd and before every
- * later one), or the failure that there will be none.  Before the progress
- * thread runs this is a round trip and fn is called here.  Returns
- * DAT_SUCCESS (fn will be called) or DAT_INTERNAL_ERROR (it will not). */
+ * later one), or the failure that there will be none.  With
+ * DATD_LATER_MAX replies due, it first waits (bounded like a round trip)
+ * until one came; never on a progress thread.  Before the progress thread
+ * runs this is a round trip and fn is called here.  Returns DAT_SUCCESS
+ * (fn will be called) or DAT_INTERNAL_ERROR (it will not). */
 DAT_RETURN datd_conn_send_later(struct datd_conn *conn, struct datp_header *request,
                                 datd_later_fn *fn, void *ctx);
 
 /* For the progress thread: from now on replies come through
  * datd_conn_deliver.  Called before the thread starts reading. */
 void datd_conn_set_threaded(struct datd_conn *conn, bool threaded);
+
+/* For a progress thread, at its start: it delivers replies, so it never
+ * waits for one in datd_conn_send_later. */
+void datd_conn_reader_thread(void);
 
 /* For the progress thread: it watches the socket in epfd under key (-1:
  * it stopped watching).  Callers turn the watch off while they read their

@@ -101,6 +101,7 @@ static void *progress_main(void *arg)
 {
         struct progress *p = arg;
 
+        datd_conn_reader_thread();
         if (dto_ia_run(p->ia, p->ia->conn.fd, p->stop_fd, read_one, p))
                 return NULL;
         /* datd is gone (or the socket failed): nothing will answer again. */

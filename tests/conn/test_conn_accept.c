@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "libdat/datd_conn.h"
 #include "tests/conn/conn_test.h"
 
 static struct side a, a2, p; /* active (two clients), passive */
@@ -149,6 +150,61 @@ Test(accept, disconnect_before_datd_answered_the_accept_ends_the_connection)
         /* Nothing of the ended connection comes later to the passive EP. */
         cr_expect(evd_empty(p.conn_evd));
         cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+}
+
+struct burst {
+        DAT_CR_HANDLE cr[DATD_LATER_MAX + 8];
+        DAT_EP_HANDLE ep[DATD_LATER_MAX + 8];
+        int n;
+        int accepted;                   /* dat_cr_accept calls returned */
+        int failed;
+};
+
+static void *accept_burst(void *arg)
+{
+        struct burst *b = arg;
+
+        for (int i = 0; i < b->n; i++) {
+                if (dat_cr_accept(b->cr[i], b->ep[i], 0, NULL) != DAT_SUCCESS)
+                        b->failed++;
+                __atomic_add_fetch(&b->accepted, 1, __ATOMIC_RELEASE);
+        }
+        return NULL;
+}
+
+/* Accepts whose answers are due are bounded (DATD_LATER_MAX): a burst
+ * must not let datd's queue of packets for the client outgrow its
+ * max_pending_replies (datd then drops the client).  With datd stopped,
+ * the accepts past the bound wait; all complete once it runs again. */
+Test(accept, a_burst_of_accepts_is_held_back_at_the_bound)
+{
+        static struct burst b;
+        DAT_EP_HANDLE aep[DATD_LATER_MAX + 8];
+        DAT_CONN_QUAL q = fresh_qual();
+        struct timespec nap = { 0, 20 * 1000 * 1000 };
+        int early;
+        pthread_t t;
+
+        b = (struct burst){ .n = DATD_LATER_MAX + 8 };
+        side_psp(&p, q);
+        for (int i = 0; i < b.n; i++) {
+                aep[i] = side_ep(&a);
+                b.ep[i] = side_ep(&p);
+                b.cr[i] = connect_and_get_cr(&a, aep[i], &p, q, NULL, 0);
+        }
+        cr_assert_eq(kill(conn_datd.pid, SIGSTOP), 0);
+        cr_assert_eq(pthread_create(&t, NULL, accept_burst, &b), 0);
+        for (int i = 0; i < 100; i++)
+                nanosleep(&nap, NULL);
+        early = __atomic_load_n(&b.accepted, __ATOMIC_ACQUIRE);
+        cr_assert_eq(kill(conn_datd.pid, SIGCONT), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_expect_eq(early, DATD_LATER_MAX, "%d accepts returned while datd was stopped", early);
+        cr_expect_eq(b.failed, 0);
+        for (int i = 0; i < b.n; i++) {
+                expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+                expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        }
 }
 
 /* datd refuses the accept (max_connections_per_client): the accepting EP
