@@ -184,12 +184,18 @@ static uint32_t stop_data_path(struct ia *ia, const struct datp_ev_conn *ev)
 
 static void send_disconnect_nowait(struct ep *ep, uint32_t conn_id, bool graceful);
 
-/* Threads waiting for datd's answer to an accept (ep->accept_due). */
-static pthread_mutex_t accept_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t accept_cond = PTHREAD_COND_INITIALIZER;
+/* Threads waiting for datd's answer to a CONNECT or CR_ACCEPT
+ * (ep->answer_due). */
+static pthread_mutex_t answer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t answer_cond = PTHREAD_COND_INITIALIZER;
 
-bool conn_accept_answered(DAT_EP_HANDLE handle, uint32_t conn_id, uint32_t *cr_id,
-                          struct ia **ia)
+/* datd answered the request that took the EP of handle to `pending`: with
+ * the connection's id, or conn_id 0 when it refused (the EP goes
+ * Disconnected with `refused_event`).  Returns whether it was refused, with
+ * the EP's IA and accept_cr_id; false when the EP is gone, or datd is
+ * (whose going ends the EP otherwise). */
+static bool request_answered(DAT_EP_HANDLE handle, uint32_t conn_id, DAT_EP_STATE pending,
+                             DAT_EVENT_NUMBER refused_event, uint32_t *cr_id, struct ia **ia)
 {
         DAT_EVD_HANDLE evd_handle = DAT_HANDLE_NULL;
         bool refused = false;
@@ -197,11 +203,13 @@ bool conn_accept_answered(DAT_EP_HANDLE handle, uint32_t conn_id, uint32_t *cr_i
 
         dat_object_lock();
         ep = ep_lookup(handle);
-        if (ep && ep->accept_due) {
+        if (ep && ep->answer_due) {
                 if (conn_id != 0) {
                         /* Its events follow this answer: none came yet. */
                         ep->conn_id = conn_id;
-                } else if (ep->state == DAT_EP_STATE_COMPLETION_PENDING && !ep->obj.closing) {
+                } else if (ep->state == pending && !ep->obj.closing &&
+                           /* datd gone: conn_ia_broken ends the EP (BROKEN). */
+                           !__atomic_load_n(&ep_ia(ep)->conn.dead, __ATOMIC_ACQUIRE)) {
                         __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);
                         ep->event_pd_len = 0;
                         evd_handle = ep->connect_evd;
@@ -210,37 +218,43 @@ bool conn_accept_answered(DAT_EP_HANDLE handle, uint32_t conn_id, uint32_t *cr_i
                         ep_pin_locked(ep);
                         refused = true;
                 }
-                __atomic_store_n(&ep->accept_due, false, __ATOMIC_RELEASE);
+                __atomic_store_n(&ep->answer_due, false, __ATOMIC_RELEASE);
         }
         dat_object_unlock();
-        pthread_mutex_lock(&accept_lock);
-        pthread_cond_broadcast(&accept_cond);
-        pthread_mutex_unlock(&accept_lock);
+        pthread_mutex_lock(&answer_lock);
+        pthread_cond_broadcast(&answer_cond);
+        pthread_mutex_unlock(&answer_lock);
         if (refused) {
-                /* datd did not take the EP to Completion Pending. */
+                /* datd did not take the EP to `pending`. */
                 ep_mirror_nowait(ep);
-                post_conn_event(evd_handle, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, ep, 0,
-                                true);
+                post_conn_event(evd_handle, refused_event, ep, 0, true);
         }
         return refused;
 }
 
-/* Until datd answered the EP's accept: a disconnect or free needs the
- * connection's id.  The answer comes before any event of the connection,
- * on the progress thread; bounded like a round trip. */
-static void await_accept_answer(struct ep *ep)
+bool conn_accept_answered(DAT_EP_HANDLE handle, uint32_t conn_id, uint32_t *cr_id,
+                          struct ia **ia)
+{
+        return request_answered(handle, conn_id, DAT_EP_STATE_COMPLETION_PENDING,
+                                DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, cr_id, ia);
+}
+
+/* Until datd answered the EP's CONNECT or CR_ACCEPT: a disconnect or free
+ * needs the connection's id.  The answer comes before any event of the
+ * connection, on the progress thread; bounded like a round trip. */
+static void await_answer(struct ep *ep)
 {
         struct timespec deadline;
 
-        if (!__atomic_load_n(&ep->accept_due, __ATOMIC_ACQUIRE))
+        if (!__atomic_load_n(&ep->answer_due, __ATOMIC_ACQUIRE))
                 return;
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += DATD_REPLY_TIMEOUT_MS / 1000;
-        pthread_mutex_lock(&accept_lock);
-        while (__atomic_load_n(&ep->accept_due, __ATOMIC_ACQUIRE))
-                if (pthread_cond_timedwait(&accept_cond, &accept_lock, &deadline) == ETIMEDOUT)
+        pthread_mutex_lock(&answer_lock);
+        while (__atomic_load_n(&ep->answer_due, __ATOMIC_ACQUIRE))
+                if (pthread_cond_timedwait(&answer_cond, &answer_lock, &deadline) == ETIMEDOUT)
                         break;
-        pthread_mutex_unlock(&accept_lock);
+        pthread_mutex_unlock(&answer_lock);
 }
 
 void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev_in)
@@ -417,7 +431,7 @@ void conn_ep_abort(struct ep *ep)
         uint32_t conn_id;
         bool live;
 
-        await_accept_answer(ep);
+        await_answer(ep);
         dat_object_lock();
         live = has_connection(ep->state);
         conn_id = ep->conn_id;
@@ -449,8 +463,27 @@ struct connect_args {
         uint32_t dup_of;                /* dat_ep_dup_connect: the duplicated connection */
 };
 
-/* Unconnected -> Active Connection Pending, CONNECT; back to Unconnected if
- * datd refuses at once. */
+/* datd's answer to a CONNECT sent without waiting, on the progress thread
+ * (ctx: the EP's handle).  A refusal (a quota of datd's) ends the attempt
+ * as a provider's rejection would: DAT_CONNECTION_EVENT_NON_PEER_REJECTED. */
+static void connect_answered(void *ctx, DAT_RETURN ret, const union datp_message *reply)
+{
+        uint32_t conn_id = 0, cr_id = 0;
+        struct ia *ia = NULL;
+
+        if (ret == DAT_SUCCESS)
+                ret = dat_err_normalize(reply->connect_reply.status.dat_status);
+        if (ret == DAT_SUCCESS)
+                conn_id = reply->connect_reply.conn_id;
+        else
+                dat_trace("CONNECT of EP %p: datd answered 0x%08x", ctx, ret);
+        (void)request_answered((DAT_EP_HANDLE)ctx, conn_id, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
+                               DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &cr_id, &ia);
+}
+
+/* Unconnected -> Active Connection Pending, CONNECT.  A first connect
+ * returns once the CONNECT is sent (connect_answered); a dat_ep_dup_connect
+ * waits, and goes back to Unconnected if datd refuses. */
 static DAT_RETURN start_connect(struct ep *ep, const struct connect_args *a)
 {
         struct datp_connect req = { .hdr = { .type = DATP_CONNECT, .length = sizeof(req) } };
@@ -478,6 +511,7 @@ static DAT_RETURN start_connect(struct ep *ep, const struct connect_args *a)
                 ep->remote_port = a->conn_qual;
                 ep->remote_conn_qual = a->conn_qual;
                 ep->connect_flags = a->flags;
+                ep->answer_due = !a->dup_of;
         }
         dat_object_unlock();
         if (ret != DAT_SUCCESS)
@@ -501,20 +535,29 @@ static DAT_RETURN start_connect(struct ep *ep, const struct connect_args *a)
         req.pd_len = (uint32_t)a->pd_size;
         if (a->pd_size)
                 memcpy(req.private_data, a->pd, (size_t)a->pd_size);
-        ret = datd_conn_call(&ia->conn, &req.hdr, &reply, why);
+        if (!a->dup_of) {
+                ret = datd_conn_send_later(&ia->conn, &req.hdr, connect_answered,
+                                           (void *)ep->obj.handle);
+                if (ret != DAT_SUCCESS)
+                        snprintf(why, sizeof(why), "could not be sent");
+        } else {
+                ret = datd_conn_call(&ia->conn, &req.hdr, &reply, why);
+                if (ret == DAT_SUCCESS)
+                        ret = dat_err_normalize(reply.connect_reply.status.dat_status);
+        }
         if (ret != DAT_SUCCESS)
                 dat_trace("CONNECT to conn_qual %llu: %s", (unsigned long long)a->conn_qual, why);
-        else
-                ret = dat_err_normalize(reply.connect_reply.status.dat_status);
 
         dat_object_lock();
+        if (ret != DAT_SUCCESS)
+                ep->answer_due = false;
         if (ret != DAT_SUCCESS && ep->state == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING &&
             ep->conn_id == 0) {
                 __atomic_store_n(&ep->state, DAT_EP_STATE_UNCONNECTED, __ATOMIC_RELEASE);
                 ep->has_remote = false;
                 ep->active = false;
                 back = true;
-        } else if (ret == DAT_SUCCESS && ep->conn_id == 0) {
+        } else if (ret == DAT_SUCCESS && a->dup_of && ep->conn_id == 0) {
                 ep->conn_id = reply.connect_reply.conn_id;
         }
         dat_object_unlock();
@@ -641,7 +684,7 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
         if (close_flags != DAT_CLOSE_ABRUPT_FLAG && close_flags != DAT_CLOSE_GRACEFUL_FLAG)
                 return DAT_ERR_ARG(2);
-        await_accept_answer(ep);
+        await_answer(ep);
         dat_object_lock();
         s = ep->state;
         conn_id = ep->conn_id;

@@ -82,7 +82,7 @@ void conn_ia_broken(struct ia *ia);
 void conn_ep_data_failed(struct ep *ep);
 void conn_finish_disconnect(struct ep *ep);
 
-/* conn.c: datd answered the CR_ACCEPT of the EP of handle (ep->accept_due):
+/* conn.c: datd answered the CR_ACCEPT of the EP of handle (ep->answer_due):
  * with the connection's id, or conn_id 0 when it refused (the EP goes
  * Disconnected with DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR).  Returns
  * whether it was refused, with the request's id and IA for the caller to

@@ -371,7 +371,7 @@ static DAT_RETURN take_accepting_ep(struct cr *cr, DAT_EP_HANDLE handle, struct 
                 __atomic_store_n(&ep->state, DAT_EP_STATE_COMPLETION_PENDING, __ATOMIC_RELEASE);
                 ep->active = false;
                 ep->conn_id = 0;
-                ep->accept_due = true;
+                ep->answer_due = true;
                 ep->accept_cr_id = cr->cr_id;
                 ep->remote_address = cr->remote_address;
                 ep->has_remote = true;
@@ -403,8 +403,6 @@ static void accept_answered(void *ctx, DAT_RETURN ret, const union datp_message 
         else
                 dat_trace("accept on EP %p: datd answered 0x%08x", ctx, ret);
         if (!conn_accept_answered((DAT_EP_HANDLE)ctx, conn_id, &cr_id, &ia))
-                return;
-        if (__atomic_load_n(&ia->conn.dead, __ATOMIC_ACQUIRE))
                 return;
         req.ia_id = ia->ia_id;
         req.cr_id = cr_id;
@@ -450,7 +448,7 @@ _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_hand
 
                 dat_trace("CR_ACCEPT of connection request %u could not be sent", cr->cr_id);
                 dat_object_lock();
-                ep->accept_due = false;
+                ep->answer_due = false;
                 if (ep->state == DAT_EP_STATE_COMPLETION_PENDING) {
                         __atomic_store_n(&ep->state, before, __ATOMIC_RELEASE);
                         ep->has_remote = false;

@@ -75,10 +75,11 @@ struct ep {
          * their way (datd is told of the reset without waiting) and must
          * not be taken for the next connection's before it has its id. */
         uint32_t ended_conn_id;
-        /* dat_cr_accept returned before datd answered its CR_ACCEPT
-         * (conn.c, conn_accept_answered): until then conn_id is unknown,
-         * and what needs it waits.  accept_cr_id: the request accepted. */
-        bool accept_due;
+        /* dat_ep_connect or dat_cr_accept returned before datd answered
+         * its CONNECT or CR_ACCEPT (conn.c, request_answered): until then
+         * conn_id is unknown, and what needs it waits.  accept_cr_id: the
+         * request accepted. */
+        bool answer_due;
         uint32_t accept_cr_id;
         DAT_CONN_QUAL remote_conn_qual;
         DAT_CONNECT_FLAGS connect_flags;

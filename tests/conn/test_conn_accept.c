@@ -1,8 +1,9 @@
-/* dat_cr_accept returns once the accept is sent: datd's answer (the
- * connection's id, or a refusal) comes on the progress thread before the
- * connection's events.  What must still hold: the accept completes while
- * datd is busy, a refusal reaches both EPs as events, and a disconnect or
- * free before the answer waits for it (it needs the connection's id). */
+/* dat_cr_accept and dat_ep_connect return once the request is sent:
+ * datd's answer (the connection's id, or a refusal) comes on the progress
+ * thread before the connection's events.  What must still hold: the call
+ * completes while datd is busy, a refusal reaches the EPs as events, a
+ * disconnect or free before the answer waits for it (it needs the
+ * connection's id), and a burst of them is bounded. */
 #include "config.h"
 
 #include <criterion/criterion.h>
@@ -38,7 +39,8 @@ static void setup_one_connection_per_client(void)
                                 " \"address\": \"127.0.0.1\"},"
                                 " {\"name\": \"tcp\", \"transport\": \"tcp\", \"address\": \"127.0.0.1\"}],"
                                 " \"verbs\": false,"
-                                " \"limits\": {\"max_connections_per_client\": 1}}"),
+                                " \"limits\": {\"max_connections_per_client\": 1,"
+                                " \"max_pending_connects_per_client\": 1}}"),
                      0, "datd did not start");
         datd_export_env(&conn_datd);
         open_sides();
@@ -61,6 +63,8 @@ struct call {
         DAT_CR_HANDLE cr;
         DAT_EP_HANDLE ep;
         bool disconnect;                /* dat_ep_disconnect(ep) instead of accepting */
+        const struct side *connect_to;  /* dat_ep_connect(ep) to it instead */
+        DAT_CONN_QUAL qual;
         DAT_RETURN ret;
         bool done;
 };
@@ -69,8 +73,14 @@ static void *run_call(void *arg)
 {
         struct call *c = arg;
 
-        c->ret = c->disconnect ? dat_ep_disconnect(c->ep, DAT_CLOSE_ABRUPT_FLAG)
-                               : dat_cr_accept(c->cr, c->ep, 0, NULL);
+        if (c->connect_to)
+                c->ret = dat_ep_connect(c->ep, (DAT_IA_ADDRESS_PTR)&c->connect_to->address, c->qual,
+                                        DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
+                                        DAT_CONNECT_DEFAULT_FLAG);
+        else if (c->disconnect)
+                c->ret = dat_ep_disconnect(c->ep, DAT_CLOSE_ABRUPT_FLAG);
+        else
+                c->ret = dat_cr_accept(c->cr, c->ep, 0, NULL);
         __atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
         return NULL;
 }
@@ -233,4 +243,57 @@ Test(accept_refused, a_refused_accept_is_an_accept_completion_error_on_both_side
         cr_expect_eq(dat_ep_reset(pep2), DAT_SUCCESS);
         cr_expect_eq(ep_state_of(pep2), DAT_EP_STATE_UNCONNECTED);
         cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_CONNECTED);
+}
+
+Test(accept, connect_returns_without_waiting_for_datd)
+{
+        DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p);
+        DAT_CONN_QUAL q = fresh_qual();
+        struct call c = { .ep = aep, .connect_to = &p, .qual = q };
+        DAT_EVENT ev;
+        pthread_t t;
+        bool quick;
+
+        side_psp(&p, q);
+        cr_assert_eq(kill(conn_datd.pid, SIGSTOP), 0);
+        cr_assert_eq(pthread_create(&t, NULL, run_call, &c), 0);
+        quick = finishes_while_stopped(&c);
+        cr_assert_eq(kill(conn_datd.pid, SIGCONT), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_expect(quick, "dat_ep_connect waited for the stopped datd");
+        cr_assert_eq(c.ret, DAT_SUCCESS, "dat_ep_connect: 0x%08x", c.ret);
+        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+        ev = expect_event(p.cr_evd, DAT_CONNECTION_REQUEST_EVENT);
+        cr_assert_eq(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, pep, 0, NULL),
+                     DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        /* The connection's id came with the answer: the disconnect reaches the peer. */
+        cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+}
+
+/* datd refuses a connect (max_pending_connects_per_client 1, one pending):
+ * the EP gets DAT_CONNECTION_EVENT_NON_PEER_REJECTED and goes Disconnected;
+ * the pending one is untouched. */
+Test(accept_refused, a_refused_connect_is_non_peer_rejected)
+{
+        DAT_EP_HANDLE first = side_ep(&a), second = side_ep(&a);
+        DAT_CONN_QUAL q = fresh_qual();
+
+        side_psp(&p, q);
+        cr_assert_eq(dat_ep_connect(first, (DAT_IA_ADDRESS_PTR)&p.address, q, DAT_TIMEOUT_INFINITE,
+                                    0, NULL, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+        expect_event(p.cr_evd, DAT_CONNECTION_REQUEST_EVENT);
+        cr_assert_eq(dat_ep_connect(second, (DAT_IA_ADDRESS_PTR)&p.address, q, DAT_TIMEOUT_INFINITE,
+                                    0, NULL, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+        cr_expect_eq(ep_state_of(second), DAT_EP_STATE_DISCONNECTED);
+        cr_expect_eq(ep_state_of(first), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+        cr_expect(evd_empty(p.cr_evd), "the refused connect reached the listener");
+        cr_expect_eq(dat_ep_reset(second), DAT_SUCCESS);
+        cr_expect_eq(ep_state_of(second), DAT_EP_STATE_UNCONNECTED);
 }

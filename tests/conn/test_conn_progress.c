@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "libdat/conn.h"
@@ -279,10 +280,19 @@ static void ev_request(union datp_message *m, uint32_t listener_id, uint32_t cr_
 static DAT_EP_HANDLE connecting_ep(void)
 {
         DAT_EP_HANDLE ep = side_ep(&s);
+        struct ep *e = ep_lookup(ep);
+        struct timespec nap = { 0, 1000 * 1000 };
+        int waited = 0;
 
         cr_assert_eq(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&s.address, 5, DAT_TIMEOUT_INFINITE,
                                     0, NULL, DAT_QOS_BEST_EFFORT, 0), DAT_SUCCESS);
         cr_assert_eq(ep_state_of(ep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+        /* dat_ep_connect does not wait for the CONNECT's reply; datd sends
+         * a connection's events only after it.  The fake's events come from
+         * this thread: first the reply must have come (the EP has its id). */
+        while (__atomic_load_n(&e->conn_id, __ATOMIC_ACQUIRE) == 0 && waited++ < 10000)
+                nanosleep(&nap, NULL);
+        cr_assert_neq(__atomic_load_n(&e->conn_id, __ATOMIC_ACQUIRE), 0, "no CONNECT reply");
         return ep;
 }
 
