@@ -28,6 +28,7 @@
 #include "libdat/evd.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -290,8 +291,16 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                 /* Still nothing: a polling consumer's common case costs no
                  * lock (an event queued meanwhile is taken next time). */
                 if (__atomic_load_n(&evd->count, __ATOMIC_ACQUIRE) == 0 &&
-                    !__atomic_load_n(&evd->waiter, __ATOMIC_RELAXED))
+                    !__atomic_load_n(&evd->waiter, __ATOMIC_RELAXED)) {
+                        /* Only another thread fills an EVD of no completion
+                         * stream (connection requests and events, async
+                         * errors: the progress thread, after datd).  A
+                         * consumer spinning on it would keep them off the
+                         * CPU where there are fewer CPUs than spinners. */
+                        if (!(evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG)))
+                                sched_yield();
                         return DEQUEUE_EMPTY;
+                }
         }
         pthread_spin_lock(&evd->lock);
         if (evd->waiter)
