@@ -587,7 +587,7 @@ int cm_start(Manager *m)
                 goto fail;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-        if (bind(fd, (struct sockaddr *) &any, sizeof(any)) < 0 || listen(fd, 128) < 0)
+        if (bind(fd, (struct sockaddr *) &any, sizeof(any)) < 0 || listen(fd, SOMAXCONN) < 0)
                 goto fail;
         r = sd_event_add_io(m->event, &m->cm_listen_source, fd, EPOLLIN, cm_on_accept, m);
         if (r < 0) {
