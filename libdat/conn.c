@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -189,14 +190,36 @@ static void send_disconnect_nowait(struct ep *ep, uint32_t conn_id, bool gracefu
 static pthread_mutex_t answer_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t answer_cond = PTHREAD_COND_INITIALIZER;
 
-/* datd answered the request that took the EP of handle to `pending`: with
- * the connection's id, or conn_id 0 when it refused (the EP goes
+/* The replies to CONNECT and CR_ACCEPT are laid out alike: read as one. */
+_Static_assert(offsetof(struct datp_connect_reply, status) ==
+               offsetof(struct datp_cr_accept_reply, status), "reply layouts");
+_Static_assert(offsetof(struct datp_connect_reply, conn_id) ==
+               offsetof(struct datp_cr_accept_reply, conn_id), "reply layouts");
+
+/* The connection's id in datd's answer (ret, reply: datd_later_fn's) to
+ * the EP's CONNECT or CR_ACCEPT; 0 when it refused or none came. */
+static uint32_t answered_conn_id(DAT_EP_HANDLE handle, DAT_RETURN ret,
+                                 const union datp_message *reply)
+{
+        if (ret == DAT_SUCCESS)
+                ret = dat_err_normalize(reply->connect_reply.status.dat_status);
+        if (ret == DAT_SUCCESS)
+                return reply->connect_reply.conn_id;
+        dat_trace("%s of EP %p: datd answered 0x%08x",
+                  reply ? datp_type_name(reply->hdr.type & ~DATP_REPLY) : "request", handle, ret);
+        return 0;
+}
+
+/* datd answered (ret, reply) the request that took the EP of handle to
+ * `pending`: with the connection's id, or a refusal (the EP goes
  * Disconnected with `refused_event`).  Returns whether it was refused, with
  * the EP's IA and accept_cr_id; false when the EP is gone, or datd is
  * (whose going ends the EP otherwise). */
-static bool request_answered(DAT_EP_HANDLE handle, uint32_t conn_id, DAT_EP_STATE pending,
-                             DAT_EVENT_NUMBER refused_event, uint32_t *cr_id, struct ia **ia)
+static bool request_answered(DAT_EP_HANDLE handle, DAT_RETURN ret, const union datp_message *reply,
+                             DAT_EP_STATE pending, DAT_EVENT_NUMBER refused_event,
+                             uint32_t *cr_id, struct ia **ia)
 {
+        uint32_t conn_id = answered_conn_id(handle, ret, reply);
         DAT_EVD_HANDLE evd_handle = DAT_HANDLE_NULL;
         bool refused = false;
         struct ep *ep;
@@ -232,10 +255,10 @@ static bool request_answered(DAT_EP_HANDLE handle, uint32_t conn_id, DAT_EP_STAT
         return refused;
 }
 
-bool conn_accept_answered(DAT_EP_HANDLE handle, uint32_t conn_id, uint32_t *cr_id,
-                          struct ia **ia)
+bool conn_accept_answered(DAT_EP_HANDLE handle, DAT_RETURN ret, const union datp_message *reply,
+                          uint32_t *cr_id, struct ia **ia)
 {
-        return request_answered(handle, conn_id, DAT_EP_STATE_COMPLETION_PENDING,
+        return request_answered(handle, ret, reply, DAT_EP_STATE_COMPLETION_PENDING,
                                 DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, cr_id, ia);
 }
 
@@ -468,16 +491,10 @@ struct connect_args {
  * as a provider's rejection would: DAT_CONNECTION_EVENT_NON_PEER_REJECTED. */
 static void connect_answered(void *ctx, DAT_RETURN ret, const union datp_message *reply)
 {
-        uint32_t conn_id = 0, cr_id = 0;
-        struct ia *ia = NULL;
+        uint32_t cr_id;
+        struct ia *ia;
 
-        if (ret == DAT_SUCCESS)
-                ret = dat_err_normalize(reply->connect_reply.status.dat_status);
-        if (ret == DAT_SUCCESS)
-                conn_id = reply->connect_reply.conn_id;
-        else
-                dat_trace("CONNECT of EP %p: datd answered 0x%08x", ctx, ret);
-        (void)request_answered((DAT_EP_HANDLE)ctx, conn_id, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
+        (void)request_answered((DAT_EP_HANDLE)ctx, ret, reply, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
                                DAT_CONNECTION_EVENT_NON_PEER_REJECTED, &cr_id, &ia);
 }
 

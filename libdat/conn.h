@@ -82,13 +82,13 @@ void conn_ia_broken(struct ia *ia);
 void conn_ep_data_failed(struct ep *ep);
 void conn_finish_disconnect(struct ep *ep);
 
-/* conn.c: datd answered the CR_ACCEPT of the EP of handle (ep->answer_due):
- * with the connection's id, or conn_id 0 when it refused (the EP goes
- * Disconnected with DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR).  Returns
- * whether it was refused, with the request's id and IA for the caller to
- * reject the request there; false when the EP is gone. */
-bool conn_accept_answered(DAT_EP_HANDLE handle, uint32_t conn_id, uint32_t *cr_id,
-                          struct ia **ia);
+/* conn.c: datd's answer (a datd_later_fn's ret and reply) to the CR_ACCEPT
+ * of the EP of handle (ep->answer_due): the connection's id, or a refusal
+ * (the EP goes Disconnected with DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR).
+ * Returns whether it was refused, with the request's id and IA for the
+ * caller to reject the request there; false when the EP is gone. */
+bool conn_accept_answered(DAT_EP_HANDLE handle, DAT_RETURN ret, const union datp_message *reply,
+                          uint32_t *cr_id, struct ia **ia);
 
 /* conn.c: for dat_ep_free: aborts the EP's connection (abrupt disconnect)
  * if it has one or one is being set up; no event. */

@@ -393,16 +393,10 @@ static DAT_RETURN take_accepting_ep(struct cr *cr, DAT_EP_HANDLE handle, struct 
 static void accept_answered(void *ctx, DAT_RETURN ret, const union datp_message *reply)
 {
         struct datp_cr_reject req = { .hdr = { .type = DATP_CR_REJECT, .length = sizeof(req) } };
-        uint32_t conn_id = 0, cr_id = 0;
-        struct ia *ia = NULL;
+        uint32_t cr_id;
+        struct ia *ia;
 
-        if (ret == DAT_SUCCESS)
-                ret = dat_err_normalize(reply->cr_accept_reply.status.dat_status);
-        if (ret == DAT_SUCCESS)
-                conn_id = reply->cr_accept_reply.conn_id;
-        else
-                dat_trace("accept on EP %p: datd answered 0x%08x", ctx, ret);
-        if (!conn_accept_answered((DAT_EP_HANDLE)ctx, conn_id, &cr_id, &ia))
+        if (!conn_accept_answered((DAT_EP_HANDLE)ctx, ret, reply, &cr_id, &ia))
                 return;
         req.ia_id = ia->ia_id;
         req.cr_id = cr_id;

@@ -4,12 +4,12 @@
  * reads its reply itself.  Afterwards the progress thread reads datd's
  * unsolicited events, so that none is ever lost, and a caller still reads
  * its own reply when it can: it takes the socket over (the reader lock,
- * with the progress thread's watch of the socket turned off), and as long
- * as the packets at the head are replies it reads them itself, which
- * saves the wake-up of the progress thread and the hand-over of every
- * round trip (a wake-up costs more than the round trip on a busy-idle
- * machine).  At the first packet that is not a reply, or when the socket
- * is taken, it hands over: the progress thread reads every packet in
+ * with the progress thread's watch of the socket turned off), and when
+ * the packet at the head is its reply it reads it itself, which saves the
+ * wake-up of the progress thread and the hand-over of every round trip (a
+ * wake-up costs more than the round trip on a busy-idle machine).  At any
+ * other packet (an event, another request's reply), or when the socket is
+ * taken, it hands over: the progress thread reads every packet in
  * order and gives the reply to the caller waiting for its request_id
  * (datd_conn_deliver).  Events are therefore never dispatched by an
  * application's thread, and never after a reply that datd sent later. */

@@ -99,22 +99,31 @@ static bool finishes_while_stopped(struct call *c)
         return __atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
 }
 
+/* Runs c on a thread while datd (stopped by the caller) stays stopped for
+ * up to 2 s, then lets datd go on and waits for c: whether c finished
+ * before. */
+static bool finished_before_datd_went_on(struct call *c)
+{
+        pthread_t t;
+        bool quick;
+
+        cr_assert_eq(pthread_create(&t, NULL, run_call, c), 0);
+        quick = finishes_while_stopped(c);
+        cr_assert_eq(kill(conn_datd.pid, SIGCONT), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        return quick;
+}
+
 Test(accept, accept_returns_without_waiting_for_datd)
 {
         DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p);
         DAT_CONN_QUAL q = fresh_qual();
         struct call c = { .ep = pep };
-        pthread_t t;
-        bool quick;
 
         side_psp(&p, q);
         c.cr = connect_and_get_cr(&a, aep, &p, q, NULL, 0);
         cr_assert_eq(kill(conn_datd.pid, SIGSTOP), 0);
-        cr_assert_eq(pthread_create(&t, NULL, run_call, &c), 0);
-        quick = finishes_while_stopped(&c);
-        cr_assert_eq(kill(conn_datd.pid, SIGCONT), 0);
-        cr_assert_eq(pthread_join(t, NULL), 0);
-        cr_expect(quick, "dat_cr_accept waited for the stopped datd");
+        cr_expect(finished_before_datd_went_on(&c), "dat_cr_accept waited for the stopped datd");
         cr_assert_eq(c.ret, DAT_SUCCESS, "dat_cr_accept: 0x%08x", c.ret);
         expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
         expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
@@ -131,17 +140,14 @@ Test(accept, disconnect_before_datd_answered_the_accept_ends_the_connection)
         struct call c = { .ep = pep, .disconnect = true };
         DAT_EVENT ev;
         DAT_CR_HANDLE cr;
-        pthread_t t;
 
         side_psp(&p, q);
         cr = connect_and_get_cr(&a, aep, &p, q, NULL, 0);
         cr_assert_eq(kill(conn_datd.pid, SIGSTOP), 0);
         cr_assert_eq(dat_cr_accept(cr, pep, 0, NULL), DAT_SUCCESS);
         cr_assert_eq(ep_state_of(pep), DAT_EP_STATE_COMPLETION_PENDING);
-        cr_assert_eq(pthread_create(&t, NULL, run_call, &c), 0);
-        cr_expect_not(finishes_while_stopped(&c), "the disconnect did not wait for datd's answer");
-        cr_assert_eq(kill(conn_datd.pid, SIGCONT), 0);
-        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_expect_not(finished_before_datd_went_on(&c),
+                      "the disconnect did not wait for datd's answer");
         cr_assert_eq(c.ret, DAT_SUCCESS, "dat_ep_disconnect: 0x%08x", c.ret);
         /* Either side may see ESTABLISHED first (the connection was made
          * before the disconnect reached datd); both end Disconnected. */
@@ -251,16 +257,10 @@ Test(accept, connect_returns_without_waiting_for_datd)
         DAT_CONN_QUAL q = fresh_qual();
         struct call c = { .ep = aep, .connect_to = &p, .qual = q };
         DAT_EVENT ev;
-        pthread_t t;
-        bool quick;
 
         side_psp(&p, q);
         cr_assert_eq(kill(conn_datd.pid, SIGSTOP), 0);
-        cr_assert_eq(pthread_create(&t, NULL, run_call, &c), 0);
-        quick = finishes_while_stopped(&c);
-        cr_assert_eq(kill(conn_datd.pid, SIGCONT), 0);
-        cr_assert_eq(pthread_join(t, NULL), 0);
-        cr_expect(quick, "dat_ep_connect waited for the stopped datd");
+        cr_expect(finished_before_datd_went_on(&c), "dat_ep_connect waited for the stopped datd");
         cr_assert_eq(c.ret, DAT_SUCCESS, "dat_ep_connect: 0x%08x", c.ret);
         cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
         ev = expect_event(p.cr_evd, DAT_CONNECTION_REQUEST_EVENT);
