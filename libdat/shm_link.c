@@ -1,36 +1,38 @@
-/* The shm transport's link: two byte rings in a shared region (see
+/* The shm transport's link: two rings of records in a shared region (see
  * shm_link.h).
  *
- * Ordering.  The producer copies bytes into the ring, then publishes its
- * counter; the consumer loads that counter with acquire before it copies
- * the bytes out, then publishes its own counter, which the producer loads
- * with acquire before it overwrites the bytes.  The producer keeps the
- * consumer's counter as last seen and reads the consumer's line only when
- * that says there is not enough room, so a busy stream of small writes
- * moves the data lines and the producer's line, nothing else.
+ * Ordering.  The producer zeroes the header word of the cell after its
+ * record, copies the bytes in, then stores the record's header word; the
+ * consumer loads that word with acquire before it copies the bytes out,
+ * then publishes its own counter, which the producer loads with acquire
+ * before it overwrites the bytes.  The producer keeps the consumer's
+ * counter as last seen and reads the consumer's line only when that says
+ * there is not enough room, so a busy stream of small records moves the
+ * data lines, nothing else: one line per record of up to 56 bytes.
  *
  * Sleeping is Dekker's pattern, once per direction of wake-up:
- *   sleeper: store "I sleep" flag; full barrier; re-check the counter;
- *   waker:   store the counter; full barrier; load the flag.
+ *   sleeper: store "I sleep" flag; full barrier; re-check for work;
+ *   waker:   publish the work; full barrier; load the flag.
  * One of the two sees the other's store, so either the sleeper finds the
  * work or the waker finds the flag and rings the doorbell.  The barrier is
- * the store itself on the waker's side: the counter is published with a
- * sequentially consistent exchange (one locked instruction on x86, cheaper
- * than a store and a fence) and the flag loaded sequentially consistent;
- * the sleeper stores its flag the same way and re-checks with a
- * sequentially consistent load.  The waker takes the flag down with an
- * exchange as it rings, so that a burst of writes makes one system call;
- * the sleeper's flag store is also a release, so that it is ordered after
- * the sleeper's last drain of its doorbell and a ring meant for this sleep
- * cannot be drained by the previous wake-up.  A doorbell is an eventfd: a
- * ring that comes early stays readable, so a stale one only makes a
- * spurious wake-up, never a lost one.
+ * the store itself on the waker's side: the record's header word (or the
+ * consumer's counter) is published with a sequentially consistent
+ * exchange (one locked instruction on x86, cheaper than a store and a
+ * fence) and the flag loaded sequentially consistent; the sleeper stores
+ * its flag the same way and re-checks with a sequentially consistent
+ * load.  The waker takes the flag down with an exchange as it rings, so
+ * that a burst of writes makes one system call; the sleeper's flag store
+ * is also a release, so that it is ordered after the sleeper's last drain
+ * of its doorbell and a ring meant for this sleep cannot be drained by the
+ * previous wake-up.  A doorbell is an eventfd: a ring that comes early
+ * stays readable, so a stale one only makes a spurious wake-up, never a
+ * lost one.
  *
- * The peer's counters are checked every time they are read: the
- * producer's may only move forward and never more than ring_size past the
- * consumer's own, the consumer's only forward and never past the
- * producer's own.  Our own counters are private (struct shm_link_dir), so
- * the peer cannot make us read or write outside the ring. */
+ * What the peer wrote is checked every time it is read: a record's header
+ * word must carry the mark and a length that fits a record of this ring,
+ * the consumer's counter may only move forward and never past what was
+ * written.  Our own positions are private (struct shm_link_dir), so the
+ * peer cannot make us read or write outside the ring. */
 #include "config.h"
 
 #include "libdat/shm_link.h"
@@ -56,21 +58,29 @@ struct shm_link_header {
         uint64_t ring_offset[2];        /* from the start of the region */
 };
 
-/* Grouped by writer.  The producer's line: its counter and the two flags
- * the producer writes, which the consumer reads right after the counter
- * anyway.  The consumer's line: its counter.  The consumer's sleep flag
- * on a line of its own: the producer reads it after every write, and it
- * stays shared in the producer's cache until the consumer arms. */
+/* Grouped by writer.  The producer's line: the two flags it writes.
+ * The consumer's line: its counter.  The consumer's sleep flag on a line
+ * of its own: the producer reads it after every write, and it stays
+ * shared in the producer's cache until the consumer arms. */
 struct shm_link_ring {
-        uint64_t produced;              /* producer: bytes written */
         uint32_t want_room;             /* producer: "wake me when room frees" */
         uint32_t closed;                /* producer: "I write no more" */
-        unsigned char pad0[LINK_LINE - 16];
-        uint64_t consumed;              /* consumer: bytes read */
+        unsigned char pad0[LINK_LINE - 8];
+        uint64_t consumed;              /* consumer: bytes of whole records read */
         unsigned char pad1[LINK_LINE - 8];
         uint32_t sleeping;              /* consumer: "wake me when data comes" */
         unsigned char pad2[LINK_LINE - 4];
 };
+
+/* Records start on cells; a header word is the mark in its high half and
+ * the length in its low half.  Zero: no record (yet). */
+#define LINK_CELL 64u
+#define REC_HEADER 8u
+/* Records up to this long carry their bytes right after the header word;
+ * longer ones from the next cell on, so that their copies move whole
+ * aligned lines. */
+#define REC_INLINE_MAX 248u
+#define REC_MARK 0x52454344ull          /* "DCER" */
 
 _Static_assert(sizeof(struct shm_link_header) <= SHM_LINK_HEADER, "region header fits");
 _Static_assert(sizeof(struct shm_link_ring) <= LINK_CTL_SIZE, "control block fits");
@@ -148,20 +158,20 @@ static bool ring_offset_valid(uint64_t off, size_t size, uint32_t ring_size)
                size - off >= ring_span(ring_size);
 }
 
-static int attach_dir(struct shm_link_dir *d, unsigned char *ring, bool producer,
-                      uint32_t ring_size)
+/* Both ends start where the consumer's counter says (a fresh region: 0),
+ * on a cell. */
+static int attach_dir(struct shm_link_dir *d, unsigned char *ring)
 {
         struct shm_link_ring *ctl = (struct shm_link_ring *)ring;
-        uint64_t p = __atomic_load_n(&ctl->produced, __ATOMIC_ACQUIRE);
         uint64_t c = __atomic_load_n(&ctl->consumed, __ATOMIC_ACQUIRE);
 
-        if (p - c > ring_size)
+        if (c % LINK_CELL != 0)
                 return -EPROTO;
         *d = (struct shm_link_dir){
                 .ctl = ctl,
                 .data = ring + LINK_CTL_SIZE,
-                .count = producer ? p : c,
-                .peer = producer ? c : p,
+                .count = c,
+                .peer = c,
         };
         return 0;
 }
@@ -200,9 +210,9 @@ int shm_link_attach(void *mem, size_t size, uint32_t ring_size, unsigned side, i
                 .doorbell_mine = doorbell_mine,
                 .doorbell_peer = doorbell_peer,
         };
-        r = attach_dir(&out->tx, (unsigned char *)mem + off[side], true, ring_size);
+        r = attach_dir(&out->tx, (unsigned char *)mem + off[side]);
         if (r == 0)
-                r = attach_dir(&out->rx, (unsigned char *)mem + off[1 - side], false, ring_size);
+                r = attach_dir(&out->rx, (unsigned char *)mem + off[1 - side]);
         return r;
 }
 
@@ -237,13 +247,6 @@ static inline bool consumed_valid(const struct shm_link_dir *d, uint64_t c)
         return c - d->peer <= d->count - d->peer;
 }
 
-/* The producer's counter p is possible: forward from what we saw, never
- * more than a ring past what we read. */
-static inline bool produced_valid(const struct shm_link_dir *d, uint64_t p, uint32_t ring_size)
-{
-        return p - d->peer <= d->count + ring_size - d->peer;
-}
-
 /* Producer: the consumer's counter, checked; -EPROTO when impossible. */
 static int load_consumed(struct shm_link_dir *d)
 {
@@ -255,29 +258,85 @@ static int load_consumed(struct shm_link_dir *d)
         return 0;
 }
 
-/* Consumer: the producer's counter, checked; -EPROTO when impossible. */
-static int load_produced(struct shm_link_dir *d, uint32_t ring_size)
+/* Where a record's bytes start, from its header word. */
+static inline size_t data_offset(size_t len)
 {
-        uint64_t p = __atomic_load_n(&d->ctl->produced, __ATOMIC_ACQUIRE);
-
-        if (!produced_valid(d, p, ring_size))
-                return -EPROTO;
-        d->peer = p;
-        return 0;
+        return len <= REC_INLINE_MAX ? REC_HEADER : LINK_CELL;
 }
 
+static inline size_t cells_of(size_t len)
+{
+        return (data_offset(len) + len + LINK_CELL - 1) / LINK_CELL;
+}
+
+/* The longest record that fits in span bytes (whole cells). */
+static size_t record_fitting(size_t span)
+{
+        if (span > LINK_CELL + REC_INLINE_MAX)
+                return span - LINK_CELL;
+        if (span < LINK_CELL)
+                return 0;
+        return size_min(span - REC_HEADER, REC_INLINE_MAX);
+}
+
+/* The longest record the ring takes at the producer's position, with the
+ * consumer at c: it must leave the cell after it free, whose header word
+ * it zeroes. */
+static size_t record_room(const struct shm_link *l, uint64_t pos, uint64_t c)
+{
+        size_t free_cells = (l->ring_size - (size_t)(pos - c)) / LINK_CELL;
+
+        return free_cells >= 2 ? record_fitting((free_cells - 1) * LINK_CELL) : 0;
+}
+
+/* One record: no more than a quarter of the ring, so that the consumer
+ * starts on a long write's first record while the producer copies the
+ * next. */
+static size_t record_max(const struct shm_link *l)
+{
+        return record_fitting(l->ring_size / 4);
+}
+
+static inline uint64_t *header_at(const struct shm_link *l, const struct shm_link_dir *d, uint64_t pos)
+{
+        return (uint64_t *)(void *)(d->data + (pos & (l->ring_size - 1)));
+}
+
+/* A header word's length, or 0 when it is no possible record. */
+static inline uint32_t record_len(const struct shm_link *l, uint64_t w)
+{
+        uint32_t len = (uint32_t)w;
+
+        if (w >> 32 != REC_MARK || len == 0 || len > record_max(l))
+                return 0;
+        return len;
+}
+
+/* A cursor over an iovec. */
+struct iov_cursor {
+        const struct iovec *iov;
+        int iovcnt;
+        int i;
+        size_t off;
+};
+
 /* Copies n bytes between the ring (from byte counter pos on, wrapping) and
- * the iovec (from its start); to_ring says which way. */
-static void ring_copy(unsigned char *data, uint32_t ring_size, uint64_t pos,
-                      const struct iovec *iov, int iovcnt, size_t n, bool to_ring)
+ * the cursor's iovec, moving the cursor; to_ring says which way. */
+static void ring_copy(unsigned char *data, uint32_t ring_size, uint64_t pos, struct iov_cursor *c,
+                      size_t n, bool to_ring)
 {
         uint32_t mask = ring_size - 1;
 
-        for (int i = 0; i < iovcnt && n > 0; i++) {
-                unsigned char *base = iov[i].iov_base;
-                size_t len = size_min(iov[i].iov_len, n);
+        while (n > 0 && c->i < c->iovcnt) {
+                unsigned char *base = (unsigned char *)c->iov[c->i].iov_base + c->off;
+                size_t len = size_min(c->iov[c->i].iov_len - c->off, n);
 
                 n -= len;
+                c->off += len;
+                if (c->off == c->iov[c->i].iov_len) {
+                        c->i++;
+                        c->off = 0;
+                }
                 while (len > 0) {
                         size_t at = (size_t)(pos & mask);
                         size_t chunk = size_min(len, ring_size - at);
@@ -293,22 +352,6 @@ static void ring_copy(unsigned char *data, uint32_t ring_size, uint64_t pos,
         }
 }
 
-/* Copies n bytes between the iovec and the ring, publishes our counter and
- * wakes the peer if it announced that it waits for what we just did. */
-static inline ssize_t move_and_publish(struct shm_link *l, struct shm_link_dir *d,
-                                       const struct iovec *iov, int iovcnt, size_t n, bool producer)
-{
-        if (n == 0)
-                return 0;
-        ring_copy(d->data, l->ring_size, d->count, iov, iovcnt, n, producer);
-        d->count += n;
-        /* Publish (release) and order before the flag load (see the top). */
-        __atomic_exchange_n(producer ? &d->ctl->produced : &d->ctl->consumed, d->count,
-                            __ATOMIC_SEQ_CST);
-        wake_if_armed(l, producer ? &d->ctl->sleeping : &d->ctl->want_room);
-        return (ssize_t)n;
-}
-
 static size_t iov_total(const struct iovec *iov, int iovcnt)
 {
         size_t total = 0;
@@ -321,59 +364,133 @@ static size_t iov_total(const struct iovec *iov, int iovcnt)
 ssize_t shm_link_writev(struct shm_link *l, const struct iovec *iov, int iovcnt)
 {
         struct shm_link_dir *d = &l->tx;
-        size_t want = iov_total(iov, iovcnt), room;
+        struct iov_cursor cur = { .iov = iov, .iovcnt = iovcnt };
+        size_t want = iov_total(iov, iovcnt), done = 0;
 
         if (_unlikely_(__atomic_load_n(&d->ctl->closed, __ATOMIC_RELAXED) != 0))
                 return -EPIPE;
-        room = l->ring_size - (size_t)(d->count - d->peer);
-        if (room < want) {
-                if (load_consumed(d) < 0)
-                        return -EPROTO;
-                room = l->ring_size - (size_t)(d->count - d->peer);
+        while (done < want) {
+                size_t n = size_min(want - done, record_max(l)), room;
+                uint64_t pos = d->count, next;
+
+                room = record_room(l, pos, d->peer);
+                if (room < n) {
+                        if (load_consumed(d) < 0)
+                                return done > 0 ? (ssize_t)done : -EPROTO;
+                        room = record_room(l, pos, d->peer);
+                        n = size_min(n, room);
+                        if (n == 0)
+                                break;
+                }
+                next = pos + cells_of(n) * LINK_CELL;
+                /* The consumer reads the next header only after this
+                 * record's (acquire): it finds no record there. */
+                __atomic_store_n(header_at(l, d, next), 0, __ATOMIC_RELAXED);
+                ring_copy(d->data, l->ring_size, pos + data_offset(n), &cur, n, true);
+                d->count = next;
+                done += n;
+                /* Publish (release) and order before the flag load (see the
+                 * top). */
+                __atomic_exchange_n(header_at(l, d, pos), REC_MARK << 32 | n, __ATOMIC_SEQ_CST);
+                wake_if_armed(l, &d->ctl->sleeping);
         }
-        return move_and_publish(l, d, iov, iovcnt, size_min(want, room), true);
+        return (ssize_t)done;
+}
+
+/* Consumer: the length of the record at our position, opening it; 0 when
+ * none is there, -EPROTO when the word there is no possible record. */
+static int64_t record_open(struct shm_link *l, struct shm_link_dir *d)
+{
+        uint64_t w;
+
+        if (d->rec_len != 0)
+                return d->rec_len;
+        w = __atomic_load_n(header_at(l, d, d->count), __ATOMIC_ACQUIRE);
+        if (w == 0)
+                return 0;
+        d->rec_len = record_len(l, w);
+        d->rec_off = 0;
+        return d->rec_len != 0 ? (int64_t)d->rec_len : -EPROTO;
 }
 
 ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt)
 {
         struct shm_link_dir *d = &l->rx;
-        size_t n;
+        struct iov_cursor cur = { .iov = iov, .iovcnt = iovcnt };
+        size_t want = iov_total(iov, iovcnt), done = 0;
+        bool freed = false;
+        int64_t len = 0;
 
-        if (load_produced(d, l->ring_size) < 0)
-                return -EPROTO;
-        n = (size_t)(d->peer - d->count);
-        if (n == 0) {
-                /* The producer stores closed after its last count: load
-                 * it first, then look at the count again. */
-                if (__atomic_load_n(&d->ctl->closed, __ATOMIC_ACQUIRE) == 0)
-                        return 0;
-                if (load_produced(d, l->ring_size) < 0)
-                        return -EPROTO;
-                if (d->peer == d->count)
-                        return -EPIPE;
-                n = (size_t)(d->peer - d->count);
+        while (done < want) {
+                size_t n;
+
+                len = record_open(l, d);
+                if (len <= 0)
+                        break;
+                n = size_min((size_t)len - d->rec_off, want - done);
+                ring_copy(d->data, l->ring_size, d->count + data_offset(d->rec_len) + d->rec_off, &cur,
+                          n, false);
+                done += n;
+                d->rec_off += (uint32_t)n;
+                if (d->rec_off == d->rec_len) {
+                        d->count += cells_of(d->rec_len) * LINK_CELL;
+                        d->rec_len = 0;
+                        freed = true;
+                }
         }
-        return move_and_publish(l, d, iov, iovcnt, size_min(n, iov_total(iov, iovcnt)), false);
+        if (freed) {
+                /* Publish (release) and order before the flag load (see the
+                 * top). */
+                __atomic_exchange_n(&d->ctl->consumed, d->count, __ATOMIC_SEQ_CST);
+                wake_if_armed(l, &d->ctl->want_room);
+        }
+        if (done > 0 || want == 0)
+                return (ssize_t)done;
+        if (len < 0)
+                return -EPROTO;
+        /* The producer stores closed after its last record: load it first,
+         * then look at our position again. */
+        if (__atomic_load_n(&d->ctl->closed, __ATOMIC_ACQUIRE) == 0)
+                return 0;
+        len = record_open(l, d);
+        if (len < 0)
+                return -EPROTO;
+        if (len == 0)
+                return -EPIPE;
+        return shm_link_readv(l, iov, iovcnt);
 }
 
 size_t shm_link_readable(const struct shm_link *l)
 {
         const struct shm_link_dir *d = &l->rx;
-        uint64_t p = __atomic_load_n(&d->ctl->produced, __ATOMIC_ACQUIRE);
+        uint64_t w;
+        uint32_t len;
 
-        if (!produced_valid(d, p, l->ring_size))
+        if (d->rec_len != 0)
+                return d->rec_len - d->rec_off;
+        w = __atomic_load_n(header_at(l, d, d->count), __ATOMIC_ACQUIRE);
+        if (w == 0)
                 return 0;
-        return (size_t)(p - d->count);
+        len = record_len(l, w);
+        return len != 0 ? len : 1;
 }
 
+/* What shm_link_writev would take: records of record_max, then one in
+ * what is left, each with its header, the cell after the last kept free. */
 size_t shm_link_writable(const struct shm_link *l)
 {
         const struct shm_link_dir *d = &l->tx;
         uint64_t c = __atomic_load_n(&d->ctl->consumed, __ATOMIC_ACQUIRE);
+        size_t usable, whole = l->ring_size / 4;
 
         if (!consumed_valid(d, c))
                 return 0;
-        return l->ring_size - (size_t)(d->count - c);
+        usable = (l->ring_size - (size_t)(d->count - c)) / LINK_CELL * LINK_CELL;
+        if (usable < 2 * LINK_CELL)
+                return 0;
+        usable -= LINK_CELL;
+        return usable / whole * record_max(l) +
+               record_fitting(usable % whole);
 }
 
 /* Whether there is something to do that sleeping would miss: data, the
@@ -381,17 +498,19 @@ size_t shm_link_writable(const struct shm_link *l)
 static bool rx_has_work(const struct shm_link *l)
 {
         const struct shm_link_dir *d = &l->rx;
-        uint64_t p = __atomic_load_n(&d->ctl->produced, __ATOMIC_SEQ_CST);
 
-        return p != d->count || __atomic_load_n(&d->ctl->closed, __ATOMIC_ACQUIRE) != 0;
+        return d->rec_len != 0 ||
+               __atomic_load_n(header_at(l, d, d->count), __ATOMIC_SEQ_CST) != 0 ||
+               __atomic_load_n(&d->ctl->closed, __ATOMIC_ACQUIRE) != 0;
 }
 
+/* Room for a record of at least one byte. */
 static bool tx_has_room(const struct shm_link *l)
 {
         const struct shm_link_dir *d = &l->tx;
         uint64_t c = __atomic_load_n(&d->ctl->consumed, __ATOMIC_SEQ_CST);
 
-        return c != d->count - l->ring_size;
+        return !consumed_valid(d, c) || record_room(l, d->count, c) > 0;
 }
 
 bool shm_link_arm(struct shm_link *l, bool want_room)
@@ -451,6 +570,6 @@ bool shm_link_peer_closed(const struct shm_link *l)
 {
         const struct shm_link_dir *d = &l->rx;
 
-        return __atomic_load_n(&d->ctl->closed, __ATOMIC_ACQUIRE) != 0 &&
-               __atomic_load_n(&d->ctl->produced, __ATOMIC_ACQUIRE) == d->count;
+        return __atomic_load_n(&d->ctl->closed, __ATOMIC_ACQUIRE) != 0 && d->rec_len == 0 &&
+               __atomic_load_n(header_at(l, d, d->count), __ATOMIC_ACQUIRE) == 0;
 }

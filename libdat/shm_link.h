@@ -7,23 +7,35 @@
  *   ring r (r = 0, 1): a control block of one page followed by ring_size
  *   data bytes (a power of two).  The control block groups words by
  *   writer, each group on lines of its own (128 bytes apart, as some cores
- *   fetch lines in pairs): the producer's byte count with its "I wait for
- *   room" and "closed" flags (the consumer reads them right after the
- *   count anyway), the consumer's byte count, and the consumer's "I sleep"
- *   flag (read by the producer after every write, written only when the
+ *   fetch lines in pairs): the producer's "I wait for room" and "closed"
+ *   flags, the consumer's byte count, and the consumer's "I sleep" flag
+ *   (read by the producer after every write, written only when the
  *   consumer arms, so it stays in the producer's cache).
  * The end told `side` produces ring `side` and consumes ring 1 - side.
  *
- * Counts run freely as 64-bit byte counters: bytes in flight = produced -
- * consumed, which a sane peer keeps in [0, ring_size].  The peer is not
- * trusted: each end keeps its own counter privately and checks the
- * peer's every time it reads it (never backwards, never more than
- * ring_size ahead), so that a corrupt or hostile peer gets -EPROTO, never
- * a crash or an access outside the region.
+ * The data bytes are records, each starting on a 64-byte cell: an 8-byte
+ * header word (a mark and the record's length), then the bytes (from the
+ * next cell on when there are more than 248, so that long copies move
+ * aligned lines), up to the next cell boundary.  The producer fills a record, then stores its
+ * header word last: the consumer polls the header word where the next
+ * record starts, so a small record (up to 56 bytes) crosses between the
+ * two processes as one cache line, with no counter of the producer's to
+ * fetch beside it.  Before it publishes a record the producer zeroes the
+ * header word of the cell after it, so what the consumer finds there is
+ * never a stale record of the previous lap.
+ *
+ * The consumer's count runs freely as a 64-bit byte counter of whole
+ * records read; the producer reads it only when its own copy says the
+ * ring is too full.  The peer is not trusted: each end keeps its own
+ * position privately and checks what it reads of the peer every time (a
+ * record header's mark and length, the consumer's count never backwards
+ * and never past what was written), so that a corrupt or hostile peer gets
+ * -EPROTO, never a crash or an access outside the region.
  *
  * Reads and writes are non-blocking and partial, like a non-blocking
- * stream socket: the DTO engine above frames messages on top and keeps
- * its own backlog.  No lock, no system call while there is data or room;
+ * stream socket: the bytes of successive records form one byte stream, on
+ * which the DTO engine above frames messages and keeps its own backlog.
+ * No lock, no system call while there is data or room;
  * the only system call is a write to the peer's doorbell (an eventfd)
  * when the peer announced that it sleeps (consumer waiting for data, or
  * producer waiting for room).  An end sleeps by arming, re-checking, and
@@ -44,11 +56,16 @@
 #include <sys/uio.h>
 
 #define SHM_LINK_MAGIC 0x4b4c5344u      /* "DSLK" */
-#define SHM_LINK_VERSION 1
+#define SHM_LINK_VERSION 2
 #define SHM_LINK_HEADER 4096
 /* Ring sizes: powers of two in [SHM_LINK_RING_MIN, SHM_LINK_RING_MAX]. */
 #define SHM_LINK_RING_MIN 4096u
 #define SHM_LINK_RING_MAX (64u << 20)
+/* The most one write takes into an empty ring of ring_size bytes: the
+ * ring less the cell kept free for the next record's header and the
+ * header cells of the four records (each at most a quarter of the ring)
+ * the bytes then take. */
+#define SHM_LINK_WRITE_MAX(ring_size) ((size_t)(ring_size) - 5 * 64)
 
 struct shm_link_ring;                   /* the shared control block */
 
@@ -56,8 +73,11 @@ struct shm_link_ring;                   /* the shared control block */
 struct shm_link_dir {
         struct shm_link_ring *ctl;      /* in the region */
         unsigned char *data;            /* ring_size bytes, in the region */
-        uint64_t count;                 /* producer: bytes written; consumer: bytes read */
-        uint64_t peer;                  /* the peer's counter as last read and checked */
+        uint64_t count;                 /* where our next record starts (producer: written,
+                                         * consumer: read whole), a byte counter */
+        uint64_t peer;                  /* producer: the consumer's counter as last read and checked */
+        uint32_t rec_len;               /* consumer: length of the record being read, 0: none */
+        uint32_t rec_off;               /* consumer: its bytes read so far */
 };
 
 /* One end's private view of the link. */
@@ -95,23 +115,28 @@ int shm_link_init_fd(int fd, size_t size, uint32_t ring_size);
 int shm_link_attach(void *mem, size_t size, uint32_t ring_size, unsigned side, int doorbell_mine,
                     int doorbell_peer, struct shm_link *out);
 
-/* Producer: copies up to the free room of the iovec into the tx ring and
- * publishes it (waking the peer if it sleeps).  Returns the bytes written
- * (0 when the ring is full), -EPIPE after shm_link_close_tx, -EPROTO when
- * the peer's counter is impossible. */
+/* Producer: copies up to the free room of the iovec into the tx ring, as
+ * one record or (beyond a quarter of the ring, so that the consumer can
+ * start on the first while the rest is copied) several, and publishes
+ * each (waking the peer if it sleeps).  Returns the bytes written (0 when
+ * the ring is full), -EPIPE after shm_link_close_tx, -EPROTO when the
+ * peer's counter is impossible. */
 ssize_t shm_link_writev(struct shm_link *l, const struct iovec *iov, int iovcnt);
 
 /* Consumer: copies up to the available bytes into the iovec and gives the
- * room back (waking the producer if it waits for room).  Returns the bytes
- * read; 0 when empty; -EPIPE when empty and the peer closed its side;
- * -EPROTO when the peer's counter is impossible. */
+ * room of the records read whole back (waking the producer if it waits
+ * for room).  Returns the bytes read; 0 when empty; -EPIPE when empty and
+ * the peer closed its side; -EPROTO when the next record is impossible
+ * (after the bytes before it were read). */
 ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt);
 
-/* Consumer: bytes readable now (0 also when the peer is impossible: the
- * next read says -EPROTO). */
+/* Consumer: bytes readable now without looking past the next record (a
+ * hint: more records may follow); an impossible record counts as 1 byte,
+ * so that whoever polls reads and learns -EPROTO. */
 size_t shm_link_readable(const struct shm_link *l);
 
-/* Producer: bytes of free room now. */
+/* Producer: the most a write would take now (SHM_LINK_WRITE_MAX when the
+ * consumer read everything; 0 also when its counter is impossible). */
 size_t shm_link_writable(const struct shm_link *l);
 
 /* Going to sleep on doorbell_mine: announce it (consumer side: "wake me

@@ -98,7 +98,7 @@ static void produce(struct shm_link *l, const unsigned char *src, size_t size, b
 /* Until the consumer has read everything written. */
 static void drain(struct shm_link *l, bool block)
 {
-        while (shm_link_writable(l) != l->ring_size)
+        while (shm_link_writable(l) != SHM_LINK_WRITE_MAX(l->ring_size))
                 wait_for(l, block, true);
 }
 

@@ -6,8 +6,11 @@
  *
  * The shared layout is a format between processes, so the offsets below
  * are part of it: header magic 0, version 4, ring_size 8, flags 12, ring
- * offsets 16 and 24; in a ring's control block produced 0, want_room 8,
- * closed 12, consumed 128, sleeping 256; the data from 4096 on. */
+ * offsets 16 and 24; in a ring's control block want_room 0, closed 4,
+ * consumed 128, sleeping 256; the data from 4096 on, in records that
+ * start on 64-byte cells with a header word (0x52454344 in its high half,
+ * the length in its low half), the bytes after it (up to 248) or from the
+ * next cell on, each record at most a quarter of the ring. */
 #include "config.h"
 
 #include <criterion/criterion.h>
@@ -35,14 +38,17 @@ TestSuite(shm_link, .timeout = 60);
 #define OFF_FLAGS 12
 #define OFF_RING0 16
 #define OFF_RING1 24
-#define CTL_PRODUCED 0
-#define CTL_WANT_ROOM 8
-#define CTL_CLOSED 12
+#define CTL_WANT_ROOM 0
+#define CTL_CLOSED 4
 #define CTL_CONSUMED 128
 #define CTL_SLEEPING 256
 #define CTL_SIZE 4096
 
 #define RING 4096u
+#define CELL 64u
+#define REC_MARK 0x52454344ull
+#define REC_MAX (RING / 4 - CELL)       /* the bytes of one record */
+#define WRITE_MAX SHM_LINK_WRITE_MAX(RING)
 
 /* A region with an initialised link and the two ends' doorbells. */
 struct fixture {
@@ -276,7 +282,7 @@ Test(shm_link, attach_accepts_a_fresh_region_for_either_side, .init = link_setup
         cr_expect_eq(e0.rx.ctl, e1.tx.ctl);
         cr_expect_neq(e0.tx.ctl, e0.rx.ctl);
         cr_expect_eq(shm_link_readable(&e0), 0);
-        cr_expect_eq(shm_link_writable(&e0), RING);
+        cr_expect_eq(shm_link_writable(&e0), WRITE_MAX);
 }
 
 Test(shm_link, attach_refuses_arguments_that_do_not_fit)
@@ -326,17 +332,16 @@ Test(shm_link, attach_refuses_ring_offsets_outside_misaligned_or_overlapping)
         cr_expect_eq(attach_after_u64(OFF_RING1, SHM_LINK_HEADER + 4096), -EPROTO); /* overlaps */
 }
 
-Test(shm_link, attach_refuses_counters_more_than_a_ring_apart)
+Test(shm_link, attach_refuses_a_consumer_counter_off_a_cell)
 {
         struct fixture f = fixture_new(RING);
         struct shm_link l;
         size_t c1 = ring_ctl(&f, 1);
 
-        put_u64(f.mem, c1 + CTL_PRODUCED, RING + 1);
+        put_u64(f.mem, c1 + CTL_CONSUMED, 1);
         cr_expect_eq(end_attach(&f, f.mem, 0, &l), -EPROTO);
-        put_u64(f.mem, c1 + CTL_PRODUCED, 0);
-        put_u64(f.mem, c1 + CTL_CONSUMED, 1);     /* consumer ahead of producer */
-        cr_expect_eq(end_attach(&f, f.mem, 0, &l), -EPROTO);
+        put_u64(f.mem, c1 + CTL_CONSUMED, CELL);
+        cr_expect_eq(end_attach(&f, f.mem, 0, &l), 0, "on a cell: both ends start there");
         fixture_free(&f);
 }
 
@@ -376,13 +381,28 @@ Test(shm_link, write_is_partial_when_the_ring_fills_then_zero_when_full, .init =
 {
         static unsigned char buf[2 * RING];
 
-        cr_expect_eq(write_bytes(&e0, buf, RING - 100), (ssize_t)(RING - 100));
-        cr_expect_eq(shm_link_writable(&e0), 100);
-        cr_expect_eq(write_bytes(&e0, buf, 1000), 100);
+        cr_expect_eq(shm_link_writable(&e0), WRITE_MAX);
+        cr_expect_eq(write_bytes(&e0, buf, 2 * REC_MAX), (ssize_t)(2 * REC_MAX));
+        cr_expect_eq(shm_link_writable(&e0), WRITE_MAX - 2 * REC_MAX);
+        cr_expect_eq(write_bytes(&e0, buf, RING), (ssize_t)(WRITE_MAX - 2 * REC_MAX));
         cr_expect_eq(shm_link_writable(&e0), 0);
         cr_expect_eq(write_bytes(&e0, buf, 1), 0);
         cr_expect_eq(read_bytes(&e1, buf, 10), 10);
-        cr_expect_eq(write_bytes(&e0, buf, 1000), 10, "room freed by the read");
+        cr_expect_eq(write_bytes(&e0, buf, 1000), 0, "a record read in part frees nothing");
+        cr_expect_eq(read_bytes(&e1, buf, REC_MAX - 10), (ssize_t)(REC_MAX - 10));
+        cr_expect_eq(shm_link_writable(&e0), REC_MAX, "the record read whole freed its cells");
+        cr_expect_eq(write_bytes(&e0, buf, 2 * RING), (ssize_t)REC_MAX);
+}
+
+Test(shm_link, small_writes_take_a_cell_each, .init = link_setup, .fini = link_teardown)
+{
+        unsigned n = 0;
+
+        /* 56 bytes and the header fill a cell; one cell stays free. */
+        while (write_bytes(&e0, "0123456789abcdef0123456789abcdef0123456789abcdef01234567", 56) == 56)
+                n++;
+        cr_expect_eq(n, RING / CELL - 1);
+        cr_expect_eq(shm_link_readable(&e1), 56, "the next record's bytes");
 }
 
 Test(shm_link, read_is_partial_when_the_iovec_is_smaller_then_zero_when_empty, .init = link_setup, .fini = link_teardown)
@@ -478,9 +498,9 @@ Test(shm_link, arm_for_room_refuses_to_sleep_while_there_is_room, .init = link_s
 {
         static unsigned char buf[RING];
 
-        cr_assert_eq(write_bytes(&e0, buf, RING - 1), (ssize_t)(RING - 1));
-        cr_expect_not(shm_link_arm(&e0, true));
-        cr_assert_eq(write_bytes(&e0, buf, 1), 1);
+        cr_assert_eq(write_bytes(&e0, buf, 3 * REC_MAX), (ssize_t)(3 * REC_MAX));
+        cr_expect_not(shm_link_arm(&e0, true), "room for a last record");
+        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)(WRITE_MAX - 3 * REC_MAX));
         cr_expect(shm_link_arm(&e0, true), "full and nothing to read");
         shm_link_disarm(&e0);
 }
@@ -489,58 +509,86 @@ Test(shm_link, reader_rings_a_writer_that_waits_for_room_when_it_frees_some, .in
 {
         static unsigned char buf[RING];
 
-        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)RING);
-        cr_assert_eq(read_bytes(&e1, buf, 1), 1);
+        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)WRITE_MAX);
+        cr_assert_eq(read_bytes(&e1, buf, REC_MAX), (ssize_t)REC_MAX);
         cr_expect_eq(e1.doorbell_writes, 0, "the writer did not wait");
-        cr_assert_eq(write_bytes(&e0, buf, 1), 1);
+        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)REC_MAX);
         cr_assert(shm_link_arm(&e0, true));
         cr_assert_eq(read_bytes(&e1, buf, 1), 1);
+        cr_expect_eq(e1.doorbell_writes, 0, "a record read in part frees nothing");
+        cr_assert_eq(read_bytes(&e1, buf, REC_MAX - 1), (ssize_t)(REC_MAX - 1));
         cr_expect_eq(e1.doorbell_writes, 1);
         cr_expect(doorbell_rang(f.doorbell[0]));
-        cr_assert_eq(read_bytes(&e1, buf, 1), 1);
+        cr_assert_eq(read_bytes(&e1, buf, REC_MAX), (ssize_t)REC_MAX);
         cr_expect_eq(e1.doorbell_writes, 1, "one ring per announcement");
 }
 
 /* ---- a hostile peer ----------------------------------------------------- */
 
-Test(shm_link, read_refuses_a_producer_counter_that_goes_backwards, .init = link_setup, .fini = link_teardown)
+/* The data offset of the record header at stream position pos of ring r. */
+static size_t rec_at(unsigned r, uint64_t pos)
+{
+        return ring_ctl(&f, r) + CTL_SIZE + (size_t)(pos % RING);
+}
+
+Test(shm_link, read_refuses_a_record_header_without_the_mark_or_too_long, .init = link_setup, .fini = link_teardown)
 {
         unsigned char out[64];
 
         cr_assert_eq(write_bytes(&e0, "abcdefgh", 8), 8);
-        cr_assert_eq(read_bytes(&e1, out, 4), 4);
-        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, 6);
+        put_u64(f.mem, rec_at(0, 0), 0x12345678ull << 32 | 8);
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
-        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, 2);
+        cr_expect_eq(shm_link_readable(&e1), 1, "readable, so that the poller learns it");
+        cr_expect_not(shm_link_arm(&e1, false), "work to do: the error");
+        put_u64(f.mem, rec_at(0, 0), REC_MARK << 32 | (REC_MAX + 1));
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
-        cr_expect_eq(shm_link_readable(&e1), 0);
+        put_u64(f.mem, rec_at(0, 0), REC_MARK << 32);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO, "a record of no bytes");
+        put_u64(f.mem, rec_at(0, 0), REC_MARK << 32 | 8);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 8, "a possible record reads again");
+        cr_expect_eq(memcmp(out, "abcdefgh", 8), 0);
 }
 
-Test(shm_link, read_refuses_a_producer_counter_more_than_a_ring_ahead, .init = link_setup, .fini = link_teardown)
+Test(shm_link, bytes_read_before_an_impossible_record_come_out_first, .init = link_setup, .fini = link_teardown)
 {
         unsigned char out[64];
 
-        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, RING + 1);
+        cr_assert_eq(write_bytes(&e0, "abcd", 4), 4);
+        cr_assert_eq(write_bytes(&e0, "efgh", 4), 4);
+        put_u64(f.mem, rec_at(0, CELL), ~0ull);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 4);
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
+}
+
+Test(shm_link, a_stale_record_of_the_last_lap_is_never_read, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char out[RING];
+
+        /* Round the ring with full cells, so that every cell has held a
+         * record header; then each new record must end where it says. */
+        for (unsigned i = 0; i < 3 * RING / CELL; i++) {
+                cr_assert_eq(write_bytes(&e0, out, 56), 56);
+                cr_assert_eq(read_bytes(&e1, out, sizeof(out)), 56);
+        }
+        cr_assert_eq(write_bytes(&e0, "x", 1), 1);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 1);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 0, "the next cell held an old header");
         cr_expect_eq(shm_link_readable(&e1), 0);
-        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, UINT64_MAX);
-        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
-        put_u64(f.mem, ring_ctl(&f, 0) + CTL_PRODUCED, RING);
-        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), (ssize_t)sizeof(out),
-                     "exactly a ring ahead is a full ring");
+        cr_expect(shm_link_arm(&e1, false), "nothing to read: may sleep");
+        shm_link_disarm(&e1);
 }
 
 Test(shm_link, write_refuses_a_consumer_counter_backwards_or_past_what_was_written, .init = link_setup, .fini = link_teardown)
 {
         static unsigned char buf[RING];
 
-        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)RING);
+        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)WRITE_MAX);
         put_u64(f.mem, ring_ctl(&f, 0) + CTL_CONSUMED, RING + 1);
         cr_expect_eq(write_bytes(&e0, buf, 1), -EPROTO);
         cr_expect_eq(shm_link_writable(&e0), 0);
-        put_u64(f.mem, ring_ctl(&f, 0) + CTL_CONSUMED, 16);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_CONSUMED, 2 * CELL);
         cr_expect_eq(write_bytes(&e0, buf, 1), 1);
-        put_u64(f.mem, ring_ctl(&f, 0) + CTL_CONSUMED, 8);
+        put_u64(f.mem, ring_ctl(&f, 0) + CTL_CONSUMED, CELL);
         cr_expect_eq(write_bytes(&e0, buf, 100), -EPROTO, "backwards");
 }
 
@@ -553,7 +601,8 @@ Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_en
         struct shm_link e0;
         enum { GUARD = 64, BUF = 3000 };
         static unsigned char buf[GUARD + BUF + GUARD];
-        size_t words[] = { CTL_PRODUCED, CTL_WANT_ROOM, CTL_CLOSED, CTL_CONSUMED, CTL_SLEEPING };
+        size_t words[] = { CTL_WANT_ROOM, CTL_CLOSED, CTL_CONSUMED, CTL_SLEEPING, CTL_SIZE,
+                           CTL_SIZE + CELL, CTL_SIZE + RING - CELL };
         uint64_t rng = 99;
         unsigned proto = 0;
         int started[2];
@@ -575,7 +624,9 @@ Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_en
                         /* Near the counters' values as often as far off. */
                         if (v & 1)
                                 v = (v >> 1) % (4 * RING);
-                        if (w == CTL_PRODUCED || w == CTL_CONSUMED)
+                        if (w >= CTL_SIZE)       /* a record header */
+                                put_u64(f.mem, ctl + w, v & 2 ? REC_MARK << 32 | v >> 2 : v);
+                        else if (w == CTL_CONSUMED)
                                 put_u64(f.mem, ctl + w, v);
                         else
                                 put_u32(f.mem, ctl + w, (uint32_t)v);
@@ -842,7 +893,7 @@ Test(shm_link, no_wake_up_is_lost_when_messages_arrive_as_the_reader_goes_to_sle
                 if (end_attach(&f, f.mem, 0, &l) != 0)
                         _exit(10);
                 for (uint64_t seq = 0; seq < count; seq++) {
-                        while (shm_link_writable(&l) != RING)
+                        while (shm_link_writable(&l) != WRITE_MAX)
                                 ;
                         for (uint64_t spin = rng_next(&rng) % 64; spin > 0; spin--)
                                 __asm__ __volatile__("" ::: "memory");
