@@ -21,8 +21,8 @@
  *   Completions: poll = spin on dat_evd_dequeue; block = dat_evd_wait with
  *   a threshold of 1.  Request completions are reaped by dat_evd_dequeue
  *   every iteration in both.
- * bw (polling; a batch of about 64 MiB, at least one op, is timed from its
- *   first post until the server's zero-byte answer to the client's zero-byte
+ * bw (a batch of about 64 MiB, at least one op, is timed from its first
+ *   post until the server's zero-byte answer to the client's zero-byte
  *   "done" Send arrives, so that delivery, not local completion, ends it):
  *   write / read  up to -W RDMA writes / reads of SIZE outstanding, each
  *                 refilled as one completes; the server does nothing but
@@ -30,6 +30,10 @@
  *   send          the same with Sends; the server keeps up to 2 × -W
  *                 receives posted (all into its dst: the data is not
  *                 looked at) and answers once it has received the batch.
+ *   Completions: poll = both sides spin on dat_evd_dequeue; block = when
+ *   nothing is there, they sleep in dat_evd_wait (threshold 1) as a
+ *   program streaming over blocking sockets sleeps in send/recv, and the
+ *   IA's progress thread moves the bytes.
  *
  * Warm-up: a calibration phase of a few iterations, then at most -w
  * iterations or a fifth of -t, unmeasured; the measured phase gets at most
@@ -62,7 +66,7 @@ struct db_pd {
 struct db_ctl {
         uint32_t magic;
         uint32_t test;          /* enum db_test */
-        uint32_t block;         /* lat: blocking waits */
+        uint32_t block;         /* blocking waits */
         uint32_t window;        /* bw */
         uint64_t size;
         uint64_t count;         /* lat: iterations; bw: batches */
@@ -291,6 +295,22 @@ static inline void wait_recv(struct db_conn *c, bool block)
         dto_check(&ev);
 }
 
+/* No request completion was there: spinning, poll again (after checking
+ * for a stall); blocking, take the next one in dat_evd_wait. */
+static inline void wait_request(struct db_conn *c, bool block, struct spin *s)
+{
+        DAT_COUNT nmore;
+        DAT_EVENT ev;
+
+        if (!block) {
+                spin_check(s, "completions");
+                return;
+        }
+        DB_CHECK(dat_evd_wait(c->req_evd, DB_STUCK_US, 1, &ev, &nmore));
+        dto_check(&ev);
+        c->req_out--;
+}
+
 /* Spins until the last byte of dst is v, reaping request completions. */
 static inline void wait_byte(struct db_conn *c, size_t size, unsigned char v)
 {
@@ -426,14 +446,14 @@ static void serve_bw(struct db_conn *c, const struct db_ctl *ctl)
         post_send(c, NULL, 0);          /* ready */
         for (uint64_t b = 0; b < n; b++) {
                 for (uint64_t got = 0; got < ops; got++) {
-                        wait_recv(c, false);
+                        wait_recv(c, ctl->block);
                         if (posted < ops) {
                                 post_recv(c, dst(c), size);
                                 posted++;
                         }
                 }
                 if (ops == 0)
-                        wait_recv(c, false);
+                        wait_recv(c, ctl->block);
                 if (b + 1 == n)
                         post_ctl_recv(c);
                 else if (ops > 0)
@@ -612,11 +632,11 @@ static uint64_t lat_phase(struct db_conn *c, enum db_test test, bool block, size
 
 /* One bw phase of n batches of ops DTOs; each batch's time goes to s.
  * Returns the time the batches took. */
-static uint64_t bw_phase(struct db_conn *c, enum db_test test, size_t size, unsigned window,
-                         uint64_t ops, uint64_t n, struct samples *s)
+static uint64_t bw_phase(struct db_conn *c, enum db_test test, bool block, size_t size,
+                         unsigned window, uint64_t ops, uint64_t n, struct samples *s)
 {
-        struct db_ctl ctl = { .test = test, .window = window, .size = size, .count = n,
-                              .ops = ops };
+        struct db_ctl ctl = { .test = test, .block = block, .window = window, .size = size,
+                              .count = n, .ops = ops };
         uint64_t total = 0;
         struct spin sp;
 
@@ -638,11 +658,11 @@ static uint64_t bw_phase(struct db_conn *c, enum db_test test, size_t size, unsi
                                 posted++;
                         }
                         if (reap_requests(c) == 0)
-                                spin_check(&sp, "completions");
+                                wait_request(c, block, &sp);
                 }
                 if (test != DB_T_SEND_BW)
                         post_send(c, NULL, 0);  /* done */
-                wait_recv(c, false);
+                wait_recv(c, block);
                 requests_down_to(c, 0);
                 t0 = bench_now_ns() - t0;
                 total += t0;
@@ -681,7 +701,8 @@ static void run_lat(const struct db_opts *o, struct db_conn *c, enum db_test tes
         samples_free(&s);
 }
 
-static void run_bw(const struct db_opts *o, struct db_conn *c, enum db_test test, size_t size)
+static void run_bw(const struct db_opts *o, struct db_conn *c, enum db_test test, bool block,
+                   size_t size)
 {
         static const char *const names[] = { [DB_T_WRITE_BW] = "write_bw", [DB_T_READ_BW] = "read_bw",
                                              [DB_T_SEND_BW] = "send_bw" };
@@ -689,16 +710,16 @@ static void run_bw(const struct db_opts *o, struct db_conn *c, enum db_test test
         uint64_t ops = DB_BATCH_BYTES / size ? DB_BATCH_BYTES / size : 1, ns, warm, n;
         struct samples s;
 
-        ns = bw_phase(c, test, size, o->window, ops, 1, NULL);
+        ns = bw_phase(c, test, block, size, o->window, ops, 1, NULL);
         warm = (uint64_t)(o->duration / 5 * 1e9 / ((double)ns + 1));
         if (warm > o->warmup)
                 warm = o->warmup;
-        ns += bw_phase(c, test, size, o->window, ops, warm, NULL);
+        ns += bw_phase(c, test, block, size, o->window, ops, warm, NULL);
         n = bench_iters_for(&b, ns, warm + 1, DB_MIN_BATCHES);
         if (samples_init(&s, n) < 0)
                 bench_die("datbench: no memory for %llu samples\n", (unsigned long long)n);
-        bw_phase(c, test, size, o->window, ops, n, &s);
-        db_report_bandwidth(names[test], size, o->window, ops * size, &s);
+        bw_phase(c, test, block, size, o->window, ops, n, &s);
+        db_report_bandwidth(names[test], block ? "block" : "poll", size, o->window, ops * size, &s);
         samples_free(&s);
 }
 
@@ -750,9 +771,14 @@ static void client(const struct db_opts *o, const struct sockaddr_storage *serve
                 static const enum db_test tests[] = { DB_T_WRITE_BW, DB_T_READ_BW, DB_T_SEND_BW };
                 bool want[] = { o->test_write, o->test_read, o->test_send };
 
-                for (unsigned t = 0; t < 3; t++)
-                        for (unsigned i = 0; want[t] && i < o->n_sizes; i++)
-                                run_bw(o, &c, tests[t], o->sizes[i]);
+                for (unsigned t = 0; t < 3; t++) {
+                        for (int block = 0; want[t] && block < 2; block++) {
+                                if (!(block ? o->block : o->poll))
+                                        continue;
+                                for (unsigned i = 0; i < o->n_sizes; i++)
+                                        run_bw(o, &c, tests[t], block, o->sizes[i]);
+                        }
+                }
         }
         *c.ctl_tx = (struct db_ctl){ .magic = DB_MAGIC, .test = DB_T_END };
         post_send(&c, c.ctl_tx, sizeof(*c.ctl_tx));

@@ -149,10 +149,10 @@ void db_report_latency(const char *name, const char *mode, size_t size, struct s
         r->v[2] = sum.min / 1e3;
 }
 
-void db_report_bandwidth(const char *name, size_t size, unsigned window, uint64_t bytes_per_batch,
-                         struct samples *s)
+void db_report_bandwidth(const char *name, const char *mode, size_t size, unsigned window,
+                         uint64_t bytes_per_batch, struct samples *s)
 {
-        struct db_result *r = result_new(DB_BANDWIDTH, name, NULL);
+        struct db_result *r = result_new(DB_BANDWIDTH, name, mode);
         struct summary sum;
 
         samples_summarize(s, &sum);
@@ -244,7 +244,7 @@ static void table_print(FILE *f)
                         static const char *const headers[] = {
                                 [DB_LATENCY] = "test         wait   size       iters  "
                                                "half-RTT µs: median      p99      min",
-                                [DB_BANDWIDTH] = "test         size      window  batches  "
+                                [DB_BANDWIDTH] = "test         wait   size      window  batches  "
                                                  "GB/s: median      p99   µs/batch",
                                 [DB_RATE] = "test         mode   clients   conns     conn/s  "
                                             "µs: median      p99  failed",
@@ -262,8 +262,8 @@ static void table_print(FILE *f)
                                 r->v[0], r->v[1], r->v[2]);
                         break;
                 case DB_BANDWIDTH:
-                        fprintf(f, "%-12s %-9s %6u %8llu  %12.2f %8.2f %10.1f\n", r->name,
-                                size_text(sz, sizeof(sz), r->size), r->width,
+                        fprintf(f, "%-12s %-6s %-9s %6u %8llu  %12.2f %8.2f %10.1f\n", r->name,
+                                r->mode, size_text(sz, sizeof(sz), r->size), r->width,
                                 (unsigned long long)r->count, r->v[0], r->v[1], r->v[2]);
                         break;
                 case DB_RATE:
@@ -319,8 +319,8 @@ static void usage(FILE *f, const char *prog)
                 "  -t SEC           seconds of measuring per test, at most (default 1; the\n"
                 "                   warm-up gets at most a fifth of it)\n"
                 "  -c A,B           pin the server to CPU A and the client to CPU B\n"
-                "  -m poll,block    lat: reap completions by spinning on dat_evd_dequeue, by\n"
-                "                   sleeping in dat_evd_wait, or both (default)\n"
+                "  -m poll,block    lat, bw: reap completions by spinning on dat_evd_dequeue,\n"
+                "                   by sleeping in dat_evd_wait, or both (default)\n"
                 "  -T LIST          lat: send,write; bw: write,read,send (default all)\n"
                 "  -W N             bw: DTOs outstanding at once (default 16)\n"
                 "  -k N             conn: concurrent clients (default: 1, then 8)\n"

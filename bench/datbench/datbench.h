@@ -59,7 +59,7 @@ struct db_opts {
         uint64_t warmup;                /* -w */
         double duration;                /* -t: seconds of measuring per test, at most */
         int cpu[2];                     /* -c A,B: server, client; -1: not pinned */
-        bool poll, block;               /* -m poll,block (lat) */
+        bool poll, block;               /* -m poll,block (lat, bw) */
         bool test_send, test_write, test_read;  /* -T */
         unsigned window;                /* -W (bw) */
         bool json;                      /* --json */
@@ -115,8 +115,8 @@ pid_t db_spawn(int cpu, int (*fn)(void *arg), void *arg);
  * count operations in elapsed_ns, samples the ns each took.  A value: one
  * named number (scale).  A rate's failed operations are not in count. */
 void db_report_latency(const char *name, const char *mode, size_t size, struct samples *s);
-void db_report_bandwidth(const char *name, size_t size, unsigned window, uint64_t bytes_per_batch,
-                         struct samples *s);
+void db_report_bandwidth(const char *name, const char *mode, size_t size, unsigned window,
+                         uint64_t bytes_per_batch, struct samples *s);
 void db_report_rate(const char *name, const char *mode, unsigned clients, uint64_t count,
                     uint64_t failed, uint64_t elapsed_ns, struct samples *s);
 void db_report_value(const char *name, const char *what, double value, const char *unit,
