@@ -41,7 +41,18 @@ struct channel_ops {
          * without end), for room when want_room and the kernel says when
          * there is room. */
         unsigned (*poll_events)(struct channel *ch, bool want_data, bool want_room);
-        /* This end writes no more (the peer reads -EPIPE after the rest). */
+        /* This end writes no more (the peer reads -EPIPE after the rest).
+         * With fin_last and graceful_end (the end of the stream tells the
+         * peer nothing: after a BYE the connection ends through datd; the
+         * end of a stream without one is the failure the peer must see at
+         * once), a TCP end says so only once the peer did, or
+         * when it is destroyed: the end that sends the first FIN keeps
+         * the connection in TIME_WAIT for a minute, which on the host that
+         * connected holds one of its local ports for each connection (a
+         * thousand connections a second across hosts used half the
+         * ephemeral ports, after which every connect() crawled through
+         * them and the rate fell sixfold); on the host that accepted it
+         * holds nothing another connection needs. */
         void (*shutdown)(struct channel *ch);
         void (*destroy)(struct channel *ch);
 };
@@ -53,6 +64,9 @@ struct channel {
         int peer_pidfd;                 /* readable once the peer process exited; -1 if none */
         bool same_host;                 /* cross-memory attach may work */
         bool lingers;                   /* kept open (shut down) a while after the connection */
+        bool fin_last;                  /* the end of the active EP: see channel_ops.shutdown */
+        bool graceful_end;              /* a BYE went or came (dto_wire.h): see channel_ops.shutdown */
+        bool poll_by_fd;                /* readable() cannot tell: poll_fd's readiness does */
 };
 
 /* Builds the channel an EV_DATA_CHANNEL describes; takes ownership of fds

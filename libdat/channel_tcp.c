@@ -107,7 +107,13 @@ static unsigned tcp_poll_events(struct channel *ch, bool want_data, bool want_ro
 
 static void tcp_shutdown(struct channel *ch)
 {
-        shutdown(to_tcp(ch)->fd, SHUT_WR);
+        struct channel_tcp *t = to_tcp(ch);
+
+        /* Later, at destroy, when the peer's FIN has usually come
+         * (channel.h). */
+        if (ch->fin_last && ch->graceful_end && !t->eof)
+                return;
+        shutdown(t->fd, SHUT_WR);
 }
 
 static void tcp_destroy(struct channel *ch)
@@ -186,6 +192,7 @@ int channel_tcp_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
         t->ch.peer_pidfd = -1;
         t->ch.same_host = false;
         t->ch.lingers = true;
+        t->ch.poll_by_fd = true;
         *out = &t->ch;
         return 0;
 }

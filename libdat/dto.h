@@ -98,6 +98,7 @@ struct evd;
 struct dto_ia_slot {
         struct dto_ep *d;               /* NULL: free */
         uint32_t gen;
+        uint32_t ready_seq;             /* the application poll that found it readable */
 };
 
 struct dto_ia {
@@ -134,6 +135,14 @@ struct dto_ia {
         /* Some channel may have epoll events on (quiet_all has work);
          * under the table's lock. */
         bool watching;
+        /* Application polls and channels whose readiness only the kernel
+         * knows (TCP: channel.poll_by_fd): with a few of them, a poll asks
+         * this epoll once which are readable instead of reading each one
+         * (a thousand connections made a thousand system calls per
+         * dat_evd_dequeue).  -1 until such a channel comes; under the
+         * table's lock, as poll_seq (numbers the polls that asked). */
+        int app_epfd;
+        uint32_t n_fd_polled, poll_seq;
 };
 
 /* Sets up / tears down an IA's table (ia.c: open and close). */

@@ -119,6 +119,7 @@ struct dto_ep {
         struct ia *ia;
         enum dto_state state;
         bool registered;                /* in the IA's table (dto_ia.c) */
+        bool app_watched;               /* in its epoll of application polls (dto_ia.c) */
         uint32_t slot;                  /* ... at this slot */
         unsigned poll_events;           /* what epoll watches its channel for */
         /* The progress thread armed the channel without data (its receive

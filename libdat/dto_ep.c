@@ -446,6 +446,8 @@ void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int
                 ep_unpin(ep);
                 return;
         }
+        /* The active EP's host connected the socket (channel.h). */
+        ch->fin_last = ep->active;
         d = dto_ep_get(ep);
         if (!d) {
                 ep_unpin(ep);

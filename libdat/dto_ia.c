@@ -34,6 +34,7 @@ enum {
         EV_CONTROL = 3,
 };
 #define EV_KIND_MASK 3u
+#define EVENTS_MAX 64
 #define EV_STOP_KEY ((uint64_t)EV_CONTROL)
 #define EV_KICK_KEY ((uint64_t)EV_CONTROL | 4u)
 
@@ -47,6 +48,7 @@ int dto_ia_init(struct dto_ia *t)
         struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EV_KICK_KEY };
 
         memset(t, 0, sizeof(*t));
+        t->app_epfd = -1;
         t->epfd = epoll_create1(EPOLL_CLOEXEC);
         if (t->epfd < 0)
                 return -errno;
@@ -70,6 +72,8 @@ void dto_ia_fini(struct dto_ia *t)
                 return;
         close(t->kick_fd);
         close(t->epfd);
+        if (t->app_epfd >= 0)
+                close(t->app_epfd);
         free(t->slots);
         pthread_mutex_destroy(&t->lock);
         t->initialized = false;
@@ -98,6 +102,37 @@ static int watch(struct dto_ia *t, int fd, uint32_t events, uint64_t key)
         struct epoll_event ev = { .events = events, .data.u64 = key };
 
         return epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+/* With at least this many channels of poll_by_fd, an application's poll
+ * asks app_epfd which are readable; below, reading each costs less. */
+#define APP_EPOLL_MIN 4
+
+/* A poll_by_fd channel joins the application polls' epoll.  Under the
+ * table's lock.  Without it (no memory for the epoll) polls read it, as
+ * below APP_EPOLL_MIN. */
+static void app_watch(struct dto_ia *t, struct dto_ep *d, uint64_t key)
+{
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.u64 = key };
+
+        if (!d->ch->poll_by_fd)
+                return;
+        if (t->app_epfd < 0)
+                t->app_epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (t->app_epfd >= 0 && epoll_ctl(t->app_epfd, EPOLL_CTL_ADD, d->ch->poll_fd, &ev) == 0) {
+                d->app_watched = true;
+                t->n_fd_polled++;
+        }
+}
+
+/* Under the table's lock. */
+static void app_unwatch(struct dto_ia *t, struct dto_ep *d)
+{
+        if (!d->app_watched)
+                return;
+        (void)epoll_ctl(t->app_epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
+        d->app_watched = false;
+        t->n_fd_polled--;
 }
 
 int dto_ia_add(struct dto_ep *d)
@@ -138,6 +173,7 @@ int dto_ia_add(struct dto_ep *d)
         t->n_used++;
         d->slot = slot;
         d->registered = true;
+        app_watch(t, d, slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
         t->watching = true;
         pthread_mutex_unlock(&t->lock);
         /* The progress thread arms the new channel before it sleeps again. */
@@ -160,6 +196,7 @@ void dto_ia_remove_nowait(struct dto_ep *d)
         if (d->registered) {
                 t->slots[d->slot].d = NULL;
                 t->n_used--;
+                app_unwatch(t, d);
                 (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
                 if (d->ch->peer_pidfd >= 0)
                         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
@@ -242,11 +279,38 @@ static void step_finish(struct dto_ep *d)
  * lock drops; at most a few per call, the rest next time. */
 #define POLL_FAILED_MAX 8
 
+/* An application's poll with APP_EPOLL_MIN channels of poll_by_fd or
+ * more: marks those readable with a new poll_seq and returns it (one
+ * epoll_wait for all; what did not fit is readable next time, the epoll is
+ * level-triggered); 0 when the channels are to be read each.  Under the
+ * table's lock. */
+static uint32_t ask_readiness(struct dto_ia *t)
+{
+        struct epoll_event evs[EVENTS_MAX];
+        uint32_t seq;
+        int n;
+
+        if (t->n_fd_polled < APP_EPOLL_MIN)
+                return 0;
+        n = epoll_wait(t->app_epfd, evs, EVENTS_MAX, 0);
+        if (n < 0)
+                return 0;
+        seq = ++t->poll_seq != 0 ? t->poll_seq : ++t->poll_seq;
+        for (int i = 0; i < n; i++) {
+                uint32_t slot = (uint32_t)(evs[i].data.u64 >> 32);
+
+                if (slot_lookup(t, evs[i].data.u64))
+                        t->slots[slot].ready_seq = seq;
+        }
+        return seq;
+}
+
 static bool poll_all(struct dto_ia *t, bool wait)
 {
         struct dto_ep *failed[POLL_FAILED_MAX];
         struct dto_batch b;
         unsigned n_failed = 0;
+        uint32_t seq = 0;
         bool moved = false;
 
         DTO_BATCH_EMPTY(b);
@@ -254,6 +318,8 @@ static bool poll_all(struct dto_ia *t, bool wait)
                 pthread_mutex_lock(&t->lock);
         else if (pthread_mutex_trylock(&t->lock) != 0)
                 return false;
+        if (!wait)
+                seq = ask_readiness(t);
         for (uint32_t i = 0; i < t->n_slots && n_failed < POLL_FAILED_MAX; i++) {
                 struct dto_ep *d = t->slots[i].d;
                 bool f = false;
@@ -264,8 +330,9 @@ static bool poll_all(struct dto_ia *t, bool wait)
                  * completions) while their applications poll would wait
                  * for ever -- the progress thread leaves polled channels
                  * alone, and the step sends it (dto_tx_ack). */
-                if (!d || (!wait && !d->ch->ops->readable(d->ch) && !dto_work_left(d) &&
-                           d->rnr_deadline_ns == 0))
+                if (!d || (!wait && !(seq && d->app_watched ? t->slots[i].ready_seq == seq
+                                                              : d->ch->ops->readable(d->ch)) &&
+                           !dto_work_left(d) && d->rnr_deadline_ns == 0))
                         continue;
                 /* app_busy changes only here, under the table's lock: a
                  * plain store is enough (the progress thread only reads). */
@@ -426,8 +493,6 @@ static void drain_eventfd(int fd)
 
         (void)!read(fd, &v, sizeof(v));
 }
-
-#define EVENTS_MAX 64
 
 /* When work comes in a stream (twice within this long), the progress
  * thread keeps polling this long after it before it arms the channels and

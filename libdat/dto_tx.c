@@ -365,7 +365,9 @@ void dto_tx_bye(struct dto_ep *d)
         /* Best effort: behind a frame half written there is no room for it,
          * and the peer then takes the end of the stream for a failure. */
         if (d->tx_item == DTO_TX_NONE && !d->peer_bye && !d->peer_gone)
-                (void)d->ch->ops->writev(d->ch, &iov, 1);
+                d->ch->graceful_end = d->ch->ops->writev(d->ch, &iov, 1) == (ssize_t)sizeof(bye);
+        else
+                d->ch->graceful_end = d->peer_bye;
         d->ch->ops->shutdown(d->ch);
 }
 

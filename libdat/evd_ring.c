@@ -284,20 +284,28 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
         if (!event)
                 return DAT_ERR_ARG(2);
-        /* Nothing queued: move the IA's data paths along first (the
-         * completions a polling consumer waits for come from here). */
+        /* Nothing queued: an EVD of completions moves the IA's data
+         * paths along first (what a polling consumer waits for comes from
+         * here).  Only the progress thread fills an EVD of no completion
+         * stream (connection requests and events, async errors, after
+         * datd): polling the data paths for it would cost a consumer that
+         * waits for a connection a read of every TCP channel of the IA
+         * each time (with a thousand connections, a thousand system calls
+         * per dat_evd_dequeue), and would keep the progress thread from
+         * watching them (dto_evd_poll counts as the application polling). */
         if (__atomic_load_n(&evd->count, __ATOMIC_RELAXED) == 0) {
-                (void)dto_evd_poll(evd);
+                bool completions = evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+
+                if (completions)
+                        (void)dto_evd_poll(evd);
                 /* Still nothing: a polling consumer's common case costs no
                  * lock (an event queued meanwhile is taken next time). */
                 if (__atomic_load_n(&evd->count, __ATOMIC_ACQUIRE) == 0 &&
                     !__atomic_load_n(&evd->waiter, __ATOMIC_RELAXED)) {
-                        /* Only another thread fills an EVD of no completion
-                         * stream (connection requests and events, async
-                         * errors: the progress thread, after datd).  A
-                         * consumer spinning on it would keep them off the
-                         * CPU where there are fewer CPUs than spinners. */
-                        if (!(evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG)))
+                        /* A consumer spinning on an EVD the progress thread
+                         * fills would keep it off the CPU where there are
+                         * fewer CPUs than spinners. */
+                        if (!completions)
                                 sched_yield();
                         return DEQUEUE_EMPTY;
                 }

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "libdat/ia.h"
 #include "tests/conn/conn_test.h"
 
 static struct side a, p; /* active, passive */
@@ -498,4 +500,120 @@ Test(same_host, graceful_ia_close_with_a_listener_is_invalid_state)
         cr_expect_eq(DAT_GET_TYPE(dat_ia_close(p.ia, DAT_CLOSE_GRACEFUL_FLAG)), DAT_INVALID_STATE);
         cr_expect_eq(dat_psp_free(psp), DAT_SUCCESS);
         cr_expect_eq(dat_psp_free(psp), ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PSP));
+}
+
+/* dat_evd_dequeue on an EVD of connection events takes nothing from the
+ * data paths: only the progress thread fills it.  Polling them for it cost
+ * a consumer waiting for its connections a read of every TCP channel of the
+ * IA per call, and counted as the application polling them, which keeps
+ * the progress thread from watching them. */
+Test(same_host, dequeue_on_a_connection_evd_leaves_the_data_paths_alone)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+        struct ia *ia;
+        uint64_t before;
+        DAT_EVENT ev;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        ia = ia_lookup(a.ia);
+        cr_assert_not_null(ia);
+        before = __atomic_load_n(&ia->dto.app_polls, __ATOMIC_RELAXED);
+        for (int i = 0; i < 1000; i++)
+                cr_assert_eq(dat_evd_dequeue(a.conn_evd, &ev), DAT_QUEUE_EMPTY);
+        cr_expect_eq(__atomic_load_n(&ia->dto.app_polls, __ATOMIC_RELAXED), before,
+                     "a connection EVD's dequeue polled the data paths");
+        for (int i = 0; i < 1000; i++)
+                (void)dat_evd_dequeue(a.dto_evd, &ev);
+        cr_expect_gt(__atomic_load_n(&ia->dto.app_polls, __ATOMIC_RELAXED), before,
+                     "a DTO EVD's dequeue polls them");
+        cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+}
+
+/* With several TCP connections, an application's poll asks one epoll which
+ * channels are readable (dto_ia.c, ask_readiness) instead of reading every
+ * one: messages on each of them still arrive, whichever side polls. */
+Test(same_host, polling_many_tcp_connections_moves_every_one)
+{
+        enum { CONNS = 8, LEN = 64 };
+        static unsigned char buf[2 * CONNS][LEN];
+        DAT_REGION_DESCRIPTION region = { .for_va = buf };
+        DAT_EP_HANDLE aep[CONNS], pep[CONNS];
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_LMR_HANDLE lmr[2];
+        DAT_LMR_CONTEXT lctx[2];
+        DAT_RMR_CONTEXT rctx;
+        DAT_VLEN rlen;
+        DAT_VADDR raddr;
+        DAT_DTO_COOKIE cookie = { .as_64 = 0 };
+        struct side ta, tp;
+        unsigned sends = 0, recvs = 0;
+        uint32_t seq_before;
+        struct ia *ia;
+        DAT_EVENT ev;
+
+        side_open_ia(&ta, "datd-tcp");
+        side_open_ia(&tp, "datd-tcp");
+        side_psp(&tp, q);
+        for (int i = 0; i < CONNS; i++)
+                connect_pair(&ta, &tp, q, &aep[i], &pep[i]);
+        cr_assert_eq(dat_lmr_create(ta.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), ta.pz,
+                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr[0], &lctx[0], &rctx,
+                                    &rlen, &raddr), DAT_SUCCESS);
+        cr_assert_eq(dat_lmr_create(tp.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), tp.pz,
+                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr[1], &lctx[1], &rctx,
+                                    &rlen, &raddr), DAT_SUCCESS);
+        ia = ia_lookup(tp.ia);
+        cr_assert_not_null(ia);
+        cr_expect_geq(ia->dto.n_fd_polled, 4u, "the channels are in the polls' epoll");
+        seq_before = ia->dto.poll_seq;
+        for (int i = 0; i < CONNS; i++) {
+                DAT_LMR_TRIPLET r = { .lmr_context = lctx[1],
+                                      .virtual_address = (DAT_VADDR)(uintptr_t)buf[CONNS + i],
+                                      .segment_length = LEN };
+                DAT_LMR_TRIPLET s = { .lmr_context = lctx[0],
+                                      .virtual_address = (DAT_VADDR)(uintptr_t)buf[i],
+                                      .segment_length = LEN };
+
+                memset(buf[i], 'a' + i, LEN);
+                cr_assert_eq(dat_ep_post_recv(pep[i], 1, &r, cookie, DAT_COMPLETION_DEFAULT_FLAG),
+                             DAT_SUCCESS);
+                cr_assert_eq(dat_ep_post_send(aep[i], 1, &s, cookie, DAT_COMPLETION_DEFAULT_FLAG),
+                             DAT_SUCCESS);
+        }
+        /* Both sides only poll (bounded: 10 s). */
+        for (time_t end = time(NULL) + 10; (sends < CONNS || recvs < CONNS) && time(NULL) < end;) {
+                if (dat_evd_dequeue(tp.dto_evd, &ev) == DAT_SUCCESS) {
+                        cr_assert_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+                        recvs++;
+                }
+                if (dat_evd_dequeue(ta.dto_evd, &ev) == DAT_SUCCESS) {
+                        cr_assert_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+                        sends++;
+                }
+        }
+        cr_expect_eq(recvs, CONNS);
+        cr_expect_eq(sends, CONNS);
+        for (int i = 0; i < CONNS; i++)
+                cr_expect_eq(buf[CONNS + i][LEN - 1], 'a' + i, "connection %d's message", i);
+        /* The progress thread may have delivered every completion before
+         * a dequeue found its EVD empty: polls of an empty EVD ask. */
+        for (time_t end = time(NULL) + 5; ia->dto.poll_seq == seq_before && time(NULL) < end;)
+                (void)dat_evd_dequeue(tp.dto_evd, &ev);
+        cr_expect_neq(ia->dto.poll_seq, seq_before, "the polls asked the epoll");
+        for (int i = 0; i < CONNS; i++) {
+                cr_assert_eq(dat_ep_disconnect(aep[i], DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+                expect_event(ta.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+                expect_event(tp.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+                cr_assert_eq(dat_ep_free(aep[i]), DAT_SUCCESS);
+                cr_assert_eq(dat_ep_free(pep[i]), DAT_SUCCESS);
+        }
+        cr_expect_eq(ia->dto.n_fd_polled, 0u, "the channels left the polls' epoll");
+        cr_assert_eq(dat_lmr_free(lmr[0]), DAT_SUCCESS);
+        cr_assert_eq(dat_lmr_free(lmr[1]), DAT_SUCCESS);
+        side_close(&ta);
+        side_close(&tp);
 }
