@@ -266,6 +266,15 @@ _public_ DAT_RETURN dat_evd_post_se(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *
         return ret;
 }
 
+/* Whether the IA's data paths fill the EVD: DTO and RMR bind completions.
+ * Only the progress thread fills the others (connection requests and
+ * events, async errors, after datd): polling the data paths for them moves
+ * nothing they wait for. */
+static inline bool fed_by_data_paths(const struct evd *evd)
+{
+        return evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+}
+
 /* dat_evd_dequeue(3DAT) on an empty EVD: DAT_QUEUE_EMPTY, bare, without
  * DAT_CLASS_ERROR: what Debian's libdat2 returns from the EVDs programs
  * poll (its providers pass the verbs CQ poll's bare code through), and
@@ -286,15 +295,13 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                 return DAT_ERR_ARG(2);
         /* Nothing queued: an EVD of completions moves the IA's data
          * paths along first (what a polling consumer waits for comes from
-         * here).  Only the progress thread fills an EVD of no completion
-         * stream (connection requests and events, async errors, after
-         * datd): polling the data paths for it would cost a consumer that
-         * waits for a connection a read of every TCP channel of the IA
-         * each time (with a thousand connections, a thousand system calls
-         * per dat_evd_dequeue), and would keep the progress thread from
-         * watching them (dto_evd_poll counts as the application polling). */
+         * here).  For any other EVD that would cost a consumer waiting for
+         * a connection a read of every TCP channel of the IA each time (a
+         * thousand system calls with a thousand connections), and keep the
+         * progress thread from watching them (dto_evd_poll counts as the
+         * application polling). */
         if (__atomic_load_n(&evd->count, __ATOMIC_RELAXED) == 0) {
-                bool completions = evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+                bool completions = fed_by_data_paths(evd);
 
                 if (completions)
                         (void)dto_evd_poll(evd);
@@ -410,9 +417,7 @@ static void spin_polling(struct evd *evd, uint32_t seen, const struct dat_deadli
 
         if (dat_word_spin(&evd->wake_seq, seen))
                 return;
-        /* Only completions come from the data paths: an EVD of connection
-         * requests or events would spin for nothing. */
-        if (!(evd->flags & (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG)))
+        if (!fed_by_data_paths(evd))
                 return;
         for (unsigned i = 0;; i++) {
                 moved |= dto_evd_poll(evd);

@@ -397,20 +397,33 @@ ssize_t shm_link_writev(struct shm_link *l, const struct iovec *iov, int iovcnt)
         return (ssize_t)done;
 }
 
-/* Consumer: the length of the record at our position, opening it; 0 when
+/* Consumer: the length of the record starting at our position; 0 when
  * none is there, -EPROTO when the word there is no possible record. */
+static int64_t record_peek(const struct shm_link *l, const struct shm_link_dir *d)
+{
+        uint64_t w = __atomic_load_n(header_at(l, d, d->count), __ATOMIC_ACQUIRE);
+        uint32_t len;
+
+        if (w == 0)
+                return 0;
+        len = record_len(l, w);
+        return len != 0 ? (int64_t)len : -EPROTO;
+}
+
+/* Consumer: the length of the record being read, opening the one at our
+ * position if none is; as record_peek otherwise. */
 static int64_t record_open(struct shm_link *l, struct shm_link_dir *d)
 {
-        uint64_t w;
+        int64_t len;
 
         if (d->rec_len != 0)
                 return d->rec_len;
-        w = __atomic_load_n(header_at(l, d, d->count), __ATOMIC_ACQUIRE);
-        if (w == 0)
-                return 0;
-        d->rec_len = record_len(l, w);
-        d->rec_off = 0;
-        return d->rec_len != 0 ? (int64_t)d->rec_len : -EPROTO;
+        len = record_peek(l, d);
+        if (len > 0) {
+                d->rec_len = (uint32_t)len;
+                d->rec_off = 0;
+        }
+        return len;
 }
 
 ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt)
@@ -463,16 +476,12 @@ ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt)
 size_t shm_link_readable(const struct shm_link *l)
 {
         const struct shm_link_dir *d = &l->rx;
-        uint64_t w;
-        uint32_t len;
+        int64_t len;
 
         if (d->rec_len != 0)
                 return d->rec_len - d->rec_off;
-        w = __atomic_load_n(header_at(l, d, d->count), __ATOMIC_ACQUIRE);
-        if (w == 0)
-                return 0;
-        len = record_len(l, w);
-        return len != 0 ? len : 1;
+        len = record_peek(l, d);
+        return len < 0 ? 1 : (size_t)len;
 }
 
 /* What shm_link_writev would take: records of record_max, then one in

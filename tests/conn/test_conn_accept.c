@@ -130,6 +130,19 @@ Test(accept, accept_returns_without_waiting_for_datd)
         cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_CONNECTED);
 }
 
+/* The next connection event of side s, after an ESTABLISHED if one comes
+ * first, is DISCONNECTED, and ep is Disconnected. */
+static void expect_disconnected_maybe_after_established(const struct side *s, DAT_EP_HANDLE ep)
+{
+        DAT_EVENT ev = wait_event(s->conn_evd);
+
+        if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
+                ev = wait_event(s->conn_evd);
+        cr_expect_eq(ev.event_number, DAT_CONNECTION_EVENT_DISCONNECTED, "event 0x%x",
+                     ev.event_number);
+        cr_expect_eq(ep_state_of(ep), DAT_EP_STATE_DISCONNECTED);
+}
+
 /* The disconnect needs the connection's id, which datd has not answered
  * yet: it waits for the answer, and then ends the connection at datd too
  * (the active side hears of it). */
@@ -138,7 +151,6 @@ Test(accept, disconnect_before_datd_answered_the_accept_ends_the_connection)
         DAT_EP_HANDLE aep = side_ep(&a), pep = side_ep(&p);
         DAT_CONN_QUAL q = fresh_qual();
         struct call c = { .ep = pep, .disconnect = true };
-        DAT_EVENT ev;
         DAT_CR_HANDLE cr;
 
         side_psp(&p, q);
@@ -151,18 +163,8 @@ Test(accept, disconnect_before_datd_answered_the_accept_ends_the_connection)
         cr_assert_eq(c.ret, DAT_SUCCESS, "dat_ep_disconnect: 0x%08x", c.ret);
         /* Either side may see ESTABLISHED first (the connection was made
          * before the disconnect reached datd); both end Disconnected. */
-        ev = wait_event(p.conn_evd);
-        if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
-                ev = wait_event(p.conn_evd);
-        cr_expect_eq(ev.event_number, DAT_CONNECTION_EVENT_DISCONNECTED, "event 0x%x",
-                     ev.event_number);
-        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
-        ev = wait_event(a.conn_evd);
-        if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
-                ev = wait_event(a.conn_evd);
-        cr_expect_eq(ev.event_number, DAT_CONNECTION_EVENT_DISCONNECTED, "event 0x%x",
-                     ev.event_number);
-        cr_expect_eq(ep_state_of(aep), DAT_EP_STATE_DISCONNECTED);
+        expect_disconnected_maybe_after_established(&p, pep);
+        expect_disconnected_maybe_after_established(&a, aep);
         /* Nothing of the ended connection comes later to the passive EP. */
         cr_expect(evd_empty(p.conn_evd));
         cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
