@@ -143,7 +143,14 @@ struct dto_ep {
         uint32_t offered_conn_id;
         bool cma_to_peer;               /* we may read/write the peer's memory */
         bool cma_from_peer;             /* the peer may read/write ours (it said CMA_OK) */
-        bool hello_sent, cma_ok_sent, cma_ok_owed;
+        /* The cross-memory attach probe (dto_wire.h): our HELLO goes
+         * before our first request that could use it, not at connection
+         * time -- a connection that never moves a large payload makes no
+         * probe, which costs both processes wake-ups and a system call. */
+        bool hello_sent;                /* it went, or never goes (tcp) */
+        bool hello_owed;                /* the frame being started / next is our HELLO */
+        bool cma_answered;              /* the peer's CMA_OK came: cma_from_peer is final */
+        bool cma_ok_owed;               /* we owe the peer the answer to its HELLO */
         uint64_t probe_value;           /* what our HELLO's address holds */
         uint32_t cma_ok_value;
 

@@ -515,7 +515,11 @@ static enum action on_header(struct dto_ep *d, struct dto_batch *b)
                          sizeof(d->rx_scratch));
                 return ACT_NEXT;
         case DTO_OP_CMA_OK:
+                /* An answer to a HELLO we sent, or none at all. */
+                if (!d->hello_sent || d->cma_answered)
+                        return protocol_error(d, "CMA_OK without our HELLO");
                 d->cma_from_peer = d->rx.status == 1 && d->ch->same_host;
+                d->cma_answered = true;
                 d->rx_state = DTO_RX_HEADER;
                 return ACT_NEXT;
         case DTO_OP_ACK:

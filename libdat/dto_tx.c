@@ -31,13 +31,13 @@ static bool cma_allowed(void)
 
 void dto_tx_hello(struct dto_ep *d)
 {
-        d->hello_sent = false;
-        d->cma_ok_sent = true;          /* nothing owed until the peer's HELLO */
+        /* tcp: no cross-memory attach to discover. */
+        d->hello_sent = !d->ch->same_host;
+        d->hello_owed = false;
+        d->cma_answered = false;
         d->cma_ok_owed = false;
         /* A value the peer can only read back with access to our memory. */
         d->probe_value = dto_now_ns() ^ (uint64_t)(uintptr_t)d ^ 0x9e3779b97f4a7c15ull;
-        if (!d->ch->same_host)
-                d->hello_sent = true;   /* tcp: no cross-memory attach to discover */
 }
 
 bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct iovec *data,
@@ -109,9 +109,34 @@ static uint32_t req_iovecs(const struct dto_ep *d, uint32_t slot, const struct d
 
 /* BARRIER_FENCE: a request waits until every RDMA Read before it is done
  * (dat_ep_post_send(3DAT), "Barrier Fence"). */
+/* Whether a request's payload could go by cross-memory attach (see
+ * start_request): atomics never do. */
+static bool req_may_use_cma(const struct dto_req *r)
+{
+        return r->kind != DTO_REQ_ATOMIC && r->length >= DTO_CMA_THRESHOLD;
+}
+
+/* The request must wait for our probe: it could use cross-memory attach
+ * and the peer has not answered whether it may (our HELLO goes first,
+ * start_next).  Waiting one round trip once per connection keeps every
+ * large payload on the one path it would take with the answer known. */
+static bool req_waits_for_probe(const struct dto_ep *d, const struct dto_req *r)
+{
+        return d->ch->same_host && !d->cma_answered && req_may_use_cma(r);
+}
+
+/* BARRIER_FENCE, and the probe above. */
 static bool req_may_start(const struct dto_ep *d, const struct dto_req *r)
 {
+        if (req_waits_for_probe(d, r))
+                return false;
         return !(r->flags & DAT_COMPLETION_BARRIER_FENCE_FLAG) || d->reads_in_flight == 0;
+}
+
+/* Our HELLO must go before this request (it waits for the answer). */
+static bool probe_owed(const struct dto_ep *d, const struct dto_req *r)
+{
+        return !d->hello_sent && req_waits_for_probe(d, r);
 }
 
 /* Skips requests that never go out (binds, local errors). */
@@ -210,7 +235,7 @@ static void start_control(struct dto_ep *d)
 {
         d->tx_nsegs = 0;
         d->tx_npayload = 0;
-        if (!d->hello_sent) {
+        if (d->hello_owed) {
                 d->tx_hdr = (struct dto_frame){
                         .op = DTO_OP_HELLO,
                         .len = sizeof(d->probe_value),
@@ -227,15 +252,25 @@ static void start_control(struct dto_ep *d)
 /* Picks the next frame; false when there is none that may go now. */
 static bool start_next(struct dto_ep *d)
 {
-        if (!d->hello_sent || d->cma_ok_owed) {
+        if (d->hello_owed || d->cma_ok_owed) {
                 start_control(d);
         } else if (d->resp_count > 0) {
                 start_response(d);
         } else {
+                const struct dto_req *r;
+
                 skip_unsent(d);
-                if (d->tx_next == d->tail || !req_may_start(d, &d->req[d->tx_next % d->req_cap]))
+                if (d->tx_next == d->tail)
                         return false;
-                start_request(d);
+                r = &d->req[d->tx_next % d->req_cap];
+                if (probe_owed(d, r)) {
+                        d->hello_owed = true;
+                        start_control(d);
+                } else if (req_may_start(d, r)) {
+                        start_request(d);
+                } else {
+                        return false;
+                }
         }
         /* Every frame carries our cumulative acknowledgement. */
         d->tx_hdr.ack = d->ack_owed;
@@ -251,13 +286,13 @@ bool dto_tx_pending(const struct dto_ep *d)
 {
         if (d->state != DTO_RUNNING)
                 return false;
-        if (d->tx_item != DTO_TX_NONE || !d->hello_sent || d->cma_ok_owed || d->resp_count > 0)
+        if (d->tx_item != DTO_TX_NONE || d->hello_owed || d->cma_ok_owed || d->resp_count > 0)
                 return true;
         for (uint32_t i = d->tx_next; i != d->tail; i++) {
                 const struct dto_req *r = &d->req[i % d->req_cap];
 
                 if (!r->local)
-                        return req_may_start(d, r);
+                        return probe_owed(d, r) || req_may_start(d, r);
         }
         return false;
 }
@@ -311,10 +346,13 @@ static void frame_done(struct dto_ep *d)
                 break;
         }
         case DTO_TX_CTRL:
-                if (!d->hello_sent)
+                /* The same test as start_control's: what this frame was. */
+                if (d->hello_owed) {
+                        d->hello_owed = false;
                         d->hello_sent = true;
-                else
+                } else {
                         d->cma_ok_owed = false;
+                }
                 break;
         case DTO_TX_NONE:
                 break;

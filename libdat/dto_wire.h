@@ -8,11 +8,14 @@
  * segment descriptors (the sender's own memory, for the receiver's
  * process_vm_readv/writev); then, unless DTO_F_CMA, len payload bytes.
  *
- *   HELLO     first frame each way: len 8 (a probe value), addr (where the
- *             value lives in the sender's memory): the receiver tries to
- *             read it with process_vm_readv to learn whether it may use
- *             cross-memory attach on the sender.
- *   CMA_OK    answer to HELLO: status 1 when the probe read back right.
+ *   HELLO     same host only, once, before the sender's first request of
+ *             DTO_CMA_THRESHOLD bytes or more (none: no HELLO): len 8 (a
+ *             probe value), addr (where the value lives in the sender's
+ *             memory): the receiver tries to read it with process_vm_readv
+ *             to learn whether it may use cross-memory attach on the
+ *             sender.  That request and those after it wait for the answer.
+ *   CMA_OK    answer to HELLO: status 1 when the probe read back right;
+ *             one without a HELLO before it breaks the rules.
  *   SEND      a message (flags DTO_F_SOLICITED), answered by ACK.
  *   WRITE     RDMA Write of len bytes to (rmr_context, addr), by ACK.
  *   READ_REQ  RDMA Read of len bytes from (rmr_context, addr), answered by

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libdat/dto_engine.h"
+#include "libdat/ep.h"
 #include "libdat/ia.h"
 #include "tests/conn/conn_test.h"
 
@@ -616,4 +618,105 @@ Test(same_host, polling_many_tcp_connections_moves_every_one)
         cr_assert_eq(dat_lmr_free(lmr[1]), DAT_SUCCESS);
         side_close(&ta);
         side_close(&tp);
+}
+
+/* The cross-memory attach probe of an EP's data path, read under its lock. */
+struct probe_state {
+        bool hello_sent, cma_answered, cma_from_peer, cma_to_peer, last_request_cma;
+};
+
+static struct probe_state probe_state_of(DAT_EP_HANDLE handle)
+{
+        struct ep *ep = ep_lookup(handle);
+        struct probe_state st;
+        struct dto_ep *d;
+
+        cr_assert(ep != NULL && ep->dto != NULL);
+        d = ep->dto;
+        pthread_mutex_lock(&d->lock);
+        st = (struct probe_state){
+                .hello_sent = d->hello_sent,
+                .cma_answered = d->cma_answered,
+                .cma_from_peer = d->cma_from_peer,
+                .cma_to_peer = d->cma_to_peer,
+                /* Entries stay in the ring after their completion. */
+                .last_request_cma = d->tail != 0 && d->req[(d->tail - 1) % d->req_cap].cma,
+        };
+        pthread_mutex_unlock(&d->lock);
+        return st;
+}
+
+/* A Send of len bytes from buf[0] on aep into buf[1] on pep, both
+ * completions awaited. */
+static void send_between(DAT_EP_HANDLE aep, DAT_LMR_CONTEXT actx, DAT_EP_HANDLE pep,
+                         DAT_LMR_CONTEXT pctx, unsigned char *const buf[2], size_t len)
+{
+        DAT_DTO_COOKIE cookie = { .as_64 = len };
+        DAT_LMR_TRIPLET r = { .lmr_context = pctx,
+                              .virtual_address = (DAT_VADDR)(uintptr_t)buf[1],
+                              .segment_length = len };
+        DAT_LMR_TRIPLET s = { .lmr_context = actx,
+                              .virtual_address = (DAT_VADDR)(uintptr_t)buf[0],
+                              .segment_length = len };
+        DAT_EVENT ev;
+
+        fill_pattern(buf[0], len, (unsigned char)len);
+        memset(buf[1], 0, len);
+        cr_assert_eq(dat_ep_post_recv(pep, 1, &r, cookie, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+        cr_assert_eq(dat_ep_post_send(aep, 1, &s, cookie, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+        ev = expect_event(p.dto_evd, DAT_DTO_COMPLETION_EVENT);
+        cr_assert_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+        ev = expect_event(a.dto_evd, DAT_DTO_COMPLETION_EVENT);
+        cr_assert_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+        cr_assert_eq(memcmp(buf[0], buf[1], len), 0, "the %zu-byte message arrived intact", len);
+}
+
+/* libdat/dto_wire.h: no probe of cross-memory attach until a payload could
+ * use it; the first such payload waits for the probe's answer, so that it
+ * goes by cross-memory attach like every one after it (the two sides are
+ * one process here: the probe succeeds). */
+Test(same_host, the_first_large_payload_waits_for_the_probe_and_goes_by_cma)
+{
+        enum { BIG = 64 * 1024 };
+        static unsigned char mem[2][BIG];
+        unsigned char *const buf[2] = { mem[0], mem[1] };
+        DAT_REGION_DESCRIPTION region = { .for_va = mem };
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_LMR_HANDLE lmr[2];
+        DAT_LMR_CONTEXT lctx[2];
+        DAT_RMR_CONTEXT rctx;
+        DAT_VLEN rlen;
+        DAT_VADDR raddr;
+        struct probe_state sa, sp;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        cr_assert_eq(dat_lmr_create(a.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(mem), a.pz,
+                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr[0], &lctx[0], &rctx,
+                                    &rlen, &raddr), DAT_SUCCESS);
+        cr_assert_eq(dat_lmr_create(p.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(mem), p.pz,
+                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr[1], &lctx[1], &rctx,
+                                    &rlen, &raddr), DAT_SUCCESS);
+        send_between(aep, lctx[0], pep, lctx[1], buf, 64);
+        sa = probe_state_of(aep);
+        sp = probe_state_of(pep);
+        cr_expect(!sa.hello_sent && !sa.cma_answered && !sa.last_request_cma,
+                  "a 64-byte Send made the probe");
+        cr_expect(!sp.hello_sent && !sp.cma_to_peer, "the passive side probed or was probed");
+        send_between(aep, lctx[0], pep, lctx[1], buf, BIG);
+        sa = probe_state_of(aep);
+        sp = probe_state_of(pep);
+        cr_expect(sa.hello_sent && sa.cma_answered && sa.cma_from_peer,
+                  "the active side's probe: sent %d, answered %d, allowed %d", sa.hello_sent,
+                  sa.cma_answered, sa.cma_from_peer);
+        cr_expect(sa.last_request_cma, "the first 64 KiB Send went inline");
+        cr_expect(sp.cma_to_peer && !sp.hello_sent, "the passive side read the probe, sent none");
+        cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
+        cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
+        cr_assert_eq(dat_lmr_free(lmr[0]), DAT_SUCCESS);
+        cr_assert_eq(dat_lmr_free(lmr[1]), DAT_SUCCESS);
 }
