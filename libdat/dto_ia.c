@@ -425,7 +425,13 @@ static int arm_all(struct dto_ia *t)
                 if (!d)
                         continue;
                 pthread_mutex_lock(&d->lock);
-                if (d->state == DTO_RUNNING) {
+                /* After the peer's BYE nothing more comes (its channel left
+                 * the epoll, dto_ia_quiet) and nothing we owe it matters:
+                 * datd's event ends the connection.  Arming it would find
+                 * the end of the peer's stream and call that work, and
+                 * this thread would spin until the event came -- on the
+                 * CPU datd needs to send it. */
+                if (d->state == DTO_RUNNING && !d->peer_bye) {
                         want_room = dto_tx_pending(d);
                         want_data = !dto_rx_blocked(d);
                         events = d->ch->ops->poll_events(d->ch, want_data, want_room);

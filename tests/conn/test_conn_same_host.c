@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "libdat/dto_engine.h"
 #include "libdat/ep.h"
+#include "libdat/evd_wait.h"
 #include "libdat/ia.h"
 #include "tests/conn/conn_test.h"
 
@@ -719,4 +721,53 @@ Test(same_host, the_first_large_payload_waits_for_the_probe_and_goes_by_cma)
         cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
         cr_assert_eq(dat_lmr_free(lmr[0]), DAT_SUCCESS);
         cr_assert_eq(dat_lmr_free(lmr[1]), DAT_SUCCESS);
+}
+
+static uint64_t process_cpu_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* After the peer's BYE (dto_wire.h) nothing more comes on the channel
+ * until datd's event ends the connection: the progress thread sleeps
+ * meanwhile.  It used to take the end of the peer's stream for work and
+ * poll without sleeping until the event came, on the CPU datd needed to
+ * send it.  Here the BYE goes without a disconnect (datd never hears of
+ * it), and the process must stay nearly idle for 300 ms. */
+Test(same_host, the_peer_bye_leaves_the_progress_thread_asleep)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+        struct ep *a_ep, *p_ep;
+        struct timespec nap = { 0, 300 * 1000 * 1000 };
+        uint64_t cpu;
+        bool bye = false;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        a_ep = ep_lookup(aep);
+        p_ep = ep_lookup(pep);
+        cr_assert(a_ep && a_ep->dto && p_ep && p_ep->dto);
+        pthread_mutex_lock(&a_ep->dto->lock);
+        dto_tx_bye(a_ep->dto);
+        pthread_mutex_unlock(&a_ep->dto->lock);
+        for (time_t end = time(NULL) + 5; !bye && time(NULL) < end;) {
+                pthread_mutex_lock(&p_ep->dto->lock);
+                bye = p_ep->dto->peer_bye;
+                pthread_mutex_unlock(&p_ep->dto->lock);
+                if (!bye)
+                        dat_nap();
+        }
+        cr_assert(bye, "the passive side never read the BYE");
+        cpu = process_cpu_ns();
+        nanosleep(&nap, NULL);
+        cpu = process_cpu_ns() - cpu;
+        cr_expect_lt(cpu, 100 * 1000 * 1000u,
+                     "%llu ms of CPU in 300 ms of waiting for datd's event after a BYE",
+                     (unsigned long long)(cpu / 1000000));
+        cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
+        cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
 }
