@@ -12,6 +12,10 @@
 #include "libdat/shm_link.h"
 #include "libdat/shm_region.h"
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77         /* Linux 6.5; older kernels refuse it */
+#endif
+
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434      /* the same on every architecture */
 #endif
@@ -81,12 +85,16 @@ ShmRegion *shm_channel_unref(ShmRegion *r)
         return NULL;
 }
 
-int channel_pidfd(pid_t pid)
+int channel_pidfd(int sock, pid_t pid)
 {
-        long fd;
+        int fd = -1;
+        socklen_t len = sizeof(fd);
+        long r;
 
+        if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0)
+                return fd;
         if (pid <= 0)
                 return -ESRCH;
-        fd = syscall(SYS_pidfd_open, pid, 0);
-        return fd < 0 ? -errno : (int) fd;
+        r = syscall(SYS_pidfd_open, pid, 0);
+        return r < 0 ? -errno : (int) r;
 }

@@ -36,7 +36,11 @@ void shm_channel_sent(ShmRegion *r);
 /* One end is gone; the last one frees the region.  Returns NULL. */
 ShmRegion *shm_channel_unref(ShmRegion *r);
 
-/* A pidfd of the process (close-on-exec), or -errno (ENOSYS before Linux 5.3). */
-int channel_pidfd(pid_t pid);
+/* A pidfd (close-on-exec) of the process on the other end of the Unix
+ * socket sock, whose PID SO_PEERCRED said is pid: the kernel's own
+ * (SO_PEERPIDFD, Linux 6.5: the process that connected, whatever became
+ * of its PID since), else pidfd_open(pid); -errno when neither works
+ * (ENOSYS before Linux 5.3). */
+int channel_pidfd(int sock, pid_t pid);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "daemon/channel.h"
 #include "daemon/client.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
@@ -117,8 +118,17 @@ Client *client_free(Client *c)
                                         c->manager->config->limits.max_pending_replies]);
         free(c->pending);
         peer_done(&c->peer);
+        if (c->pidfd >= 0)
+                close(c->pidfd);
         free(c);
         return NULL;
+}
+
+int client_pidfd(Client *c)
+{
+        if (c->pidfd < 0)
+                c->pidfd = channel_pidfd(c->fd, c->peer.pid);
+        return c->pidfd;
 }
 
 /* Closes the client.  error says why: 0, -EPIPE or -ECONNRESET is the client
@@ -305,6 +315,7 @@ void client_accept(Manager *m, int fd)
                 return;
         }
         c->fd = fd;
+        c->pidfd = -1;
         object_table_init(&c->objects);
         r = peer_identify(fd, &c->peer);
         if (r < 0) {

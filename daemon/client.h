@@ -61,6 +61,10 @@ struct Client {
         uint32_t n_conns;               /* ends, in any state */
         uint32_t n_connecting;          /* active ends not yet answered */
         uint64_t shm_bytes;             /* shm regions of its connection ends (max_shm_bytes_per_client) */
+        /* A pidfd of its process for its peers' shm channels (they watch
+         * it for its exit): opened at the first one and kept, -1 before;
+         * the descriptor is sent, not given away. */
+        int pidfd;
         bool dying;                     /* being freed: no more events to it */
         sd_event_source *drop_source;   /* client_drop_later() pending */
         int drop_error;
@@ -70,6 +74,10 @@ struct Client {
  * client or (over a limit) closes it. */
 void client_accept(Manager *m, int fd);
 Client *client_free(Client *c);
+
+/* The client's pidfd (Client.pidfd), opened on first use; -errno when
+ * there is none to be had (tried again next time). */
+int client_pidfd(Client *c);
 
 /* Sends a reply, or queues it while the socket is full.  -ENOBUFS when the
  * queue is at its limit: the caller drops the client. */

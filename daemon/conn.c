@@ -656,9 +656,10 @@ static void send_data_channel(Conn *c, int tcp_fd)
 {
         struct datp_ev_data_channel ev = {};
         int fds[DATP_CHANNEL_MAX_FDS];
-        const Peer *peer = c->peer ? &c->peer->instance->client->peer : NULL;
+        Client *peer_client = c->peer ? c->peer->instance->client : NULL;
+        const Peer *peer = peer_client ? &peer_client->peer : NULL;
         unsigned n = 0;
-        int pidfd = -1;
+        int pidfd;
 
         datp_header_init(&ev.hdr, DATP_EV_DATA_CHANNEL, c->instance->client->version, sizeof(ev), 0);
         ev.ia_id = c->instance->id;
@@ -679,7 +680,9 @@ static void send_data_channel(Conn *c, int tcp_fd)
                 /* Our doorbell's socket, and the one that rings the peer's. */
                 fds[n++] = c->shm->doorbell[ev.side][0];
                 fds[n++] = c->shm->doorbell[1 - ev.side][1];
-                pidfd = peer ? channel_pidfd(peer->pid) : -ESRCH;
+                /* The peer client's own, kept: one pidfd_open per client, not
+                 * two per connection. */
+                pidfd = peer_client ? client_pidfd(peer_client) : -ESRCH;
                 if (pidfd >= 0)
                         fds[n++] = pidfd;
                 else
@@ -691,7 +694,6 @@ static void send_data_channel(Conn *c, int tcp_fd)
                 return;
         ev.nfds = n;
         send_event_fds(c->instance->client, &ev.hdr, fds, n);
-        closep(&pidfd);
 }
 
 /* The tcp channel being made is given up (the ends stay). */
