@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct channel_tcp {
@@ -164,12 +163,12 @@ int channel_tcp_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
                        struct channel **out)
 {
         struct channel_tcp *t;
-        struct stat st;
         int one = 1, type = 0, flags;
         socklen_t len = sizeof(type);
 
-        if (nfds != 1 || fstat(fds[0], &st) < 0 || !S_ISSOCK(st.st_mode) ||
-            getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM) {
+        /* getsockopt fails on anything that is no socket. */
+        if (nfds != 1 || getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+            type != SOCK_STREAM) {
                 channel_close_fds(fds, nfds);
                 return -EPROTO;
         }

@@ -135,6 +135,9 @@ static void app_unwatch(struct dto_ia *t, struct dto_ep *d)
         t->n_fd_polled--;
 }
 
+/* The table whose progress thread this is (dto_ia_run), NULL elsewhere. */
+static __thread struct dto_ia *progress_of __attribute__((tls_model("initial-exec")));
+
 int dto_ia_add(struct dto_ep *d)
 {
         struct dto_ia *t = table_of(d);
@@ -176,8 +179,12 @@ int dto_ia_add(struct dto_ep *d)
         app_watch(t, d, slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
         t->watching = true;
         pthread_mutex_unlock(&t->lock);
-        /* The progress thread arms the new channel before it sleeps again. */
-        dto_ia_kick(d->ia);
+        /* The progress thread arms the new channel before it sleeps again:
+         * another thread tells it; itself (a connection established by
+         * datd's event) arms it when this round ends, and a kick would
+         * only cost it a write, a read and a round. */
+        if (progress_of != t)
+                dto_ia_kick(d->ia);
         return 0;
 }
 
@@ -637,6 +644,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
 
         if (watch(t, datd_fd, EPOLLIN, EV_DATD) < 0 || watch(t, stop_fd, EPOLLIN, EV_STOP_KEY) < 0)
                 return false;
+        progress_of = t;
         datd_conn_set_watch(&ia->conn, t->epfd, EV_DATD);
         for (;;) {
                 struct timespec ts, *tsp;
@@ -679,6 +687,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                 }
         }
 out:
+        progress_of = NULL;
         datd_conn_set_watch(&ia->conn, -1, 0);
         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, datd_fd, NULL);
         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, stop_fd, NULL);
