@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -452,6 +453,27 @@ Test(shm_link, reads_after_the_peer_closed_drain_then_say_epipe, .init = link_se
 }
 
 /* ---- doorbells ---------------------------------------------------------- */
+
+/* libdat's doorbells are datagram sockets (datd's socketpairs), one
+ * datagram per ring: a drain takes them all, in batches, and leaves the
+ * socket empty (a ring left would wake the sleeper again for nothing). */
+Test(shm_link, a_drain_takes_every_ring_of_a_datagram_doorbell)
+{
+        struct shm_link l = { .doorbell_mine = -1 };
+        uint64_t one = 1;
+        int sv[2];
+
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+        for (int i = 0; i < 20; i++)
+                cr_assert_eq(send(sv[1], &one, sizeof(one), 0), (ssize_t)sizeof(one));
+        l.doorbell_mine = sv[0];
+        shm_link_doorbell_drain(&l);
+        errno = 0;
+        cr_expect(recv(sv[0], &one, sizeof(one), MSG_DONTWAIT) < 0 && errno == EAGAIN,
+                  "a ring was left");
+        close(sv[0]);
+        close(sv[1]);
+}
 
 Test(shm_link, writer_rings_no_doorbell_while_the_reader_has_not_armed, .init = link_setup, .fini = link_teardown)
 {
