@@ -366,6 +366,8 @@ TCP_LAT = "raw TCP over veth"
 def lookup(results, path, measure, wait, stack, size, key="median"):
     for r in results:
         if (r["path"], r["measure"], r["wait"], r["stack"], r["size"]) == (path, measure, wait, stack, size):
+            if key == "best":
+                return min(r["reps_median"]) if r["reps_median"] else None
             return r[key]
     return None
 
@@ -412,21 +414,29 @@ def targets(results, scale):
                      bar_text % (fmt(bar, unit) + " " + unit_label(unit)) if bar is not None
                      else bar_text % DASH, v, how))
 
-    floor8 = lookup(results, "same", "lat_send", "poll", SHM_FLOOR, 8)
-    for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
-        d = lookup(results, "same", measure, "poll", "datd", 8)
-        add("shm: 8 B %s half round trip (polling) within 2\u00d7 the cache-line floor" % name, d,
-            2 * floor8 if floor8 else None, "us", True, "\u2264 %s (2 \u00d7 the floor)")
-    peers = [lookup(results, "same", "lat_send", "poll", s, 8) for s in
-             (fi_stack(results, "same"), ucx_stack(results, "same", "tag_lat")) if s]
-    peers = [p for p in peers if p is not None]
-    add("shm: 8 B send/recv (polling) no slower than the best of libfabric shm and UCX",
-        lookup(results, "same", "lat_send", "poll", "datd", 8), min(peers) if peers else None, "us", True,
-        "\u2264 %s (the best of them)")
-    put = ucx_stack(results, "same", "ucp_put_lat")
-    add("shm: 8 B RDMA write (polling) no slower than UCX's put",
-        lookup(results, "same", "lat_write", "poll", "datd", 8),
-        lookup(results, "same", "lat_write", "poll", put, 8) if put else None, "us", True, "\u2264 %s")
+    # Same-host latency twice: on the median of the repetitions, and on
+    # each stack's best repetition.  This VM moves between a fast and a
+    # slow mode from one repetition to the next, every stack and the
+    # floor alike (the placement of its two vCPUs): the medians can
+    # compare a stack's slow mode with another's fast one, the best
+    # repetitions compare each in its fast mode.
+    for key, how in (("median", ""), ("best", ", each stack's best repetition")):
+        floor8 = lookup(results, "same", "lat_send", "poll", SHM_FLOOR, 8, key)
+        for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
+            d = lookup(results, "same", measure, "poll", "datd", 8, key)
+            add("shm: 8 B %s half round trip (polling%s) within 2\u00d7 the cache-line floor" % (name, how),
+                d, 2 * floor8 if floor8 else None, "us", True, "\u2264 %s (2 \u00d7 the floor)")
+        peers = [lookup(results, "same", "lat_send", "poll", s, 8, key) for s in
+                 (fi_stack(results, "same"), ucx_stack(results, "same", "tag_lat")) if s]
+        peers = [p for p in peers if p is not None]
+        add("shm: 8 B send/recv (polling%s) no slower than the best of libfabric shm and UCX" % how,
+            lookup(results, "same", "lat_send", "poll", "datd", 8, key), min(peers) if peers else None,
+            "us", True, "\u2264 %s (the best of them)")
+        put = ucx_stack(results, "same", "ucp_put_lat")
+        add("shm: 8 B RDMA write (polling%s) no slower than UCX's put" % how,
+            lookup(results, "same", "lat_write", "poll", "datd", 8, key),
+            lookup(results, "same", "lat_write", "poll", put, 8, key) if put else None, "us", True,
+            "\u2264 %s")
     vmw = lookup(results, "same", "bw_write", "-", "floor: process_vm_writev", 1048576)
     add("shm: 1 MiB RDMA write \u2265 90% of process_vm_writev",
         lookup(results, "same", "bw_write", "poll", "datd", 1048576), 0.9 * vmw if vmw else None, "gbps", False,
