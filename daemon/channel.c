@@ -12,8 +12,12 @@
 #include "libdat/shm_link.h"
 #include "libdat/shm_region.h"
 
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77         /* Linux 6.5; older kernels refuse it */
+/* Linux 6.5; older kernels refuse it (ENOPROTOOPT).  The value of the
+ * generic socket options: alpha, mips, parisc and sparc number them
+ * otherwise and get no fallback here. */
+#if !defined(SO_PEERPIDFD) && !defined(__alpha__) && !defined(__mips__) && \
+        !defined(__hppa__) && !defined(__sparc__)
+#define SO_PEERPIDFD 77
 #endif
 
 #ifndef SYS_pidfd_open
@@ -87,12 +91,22 @@ ShmRegion *shm_channel_unref(ShmRegion *r)
 
 int channel_pidfd(int sock, pid_t pid)
 {
+        long r;
+
+#ifdef SO_PEERPIDFD
         int fd = -1;
         socklen_t len = sizeof(fd);
-        long r;
 
         if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &len) == 0 && fd >= 0)
                 return fd;
+        /* Only a kernel without it falls back to the PID: with it, a
+         * failure means the process is gone, and its PID may name another
+         * one by now. */
+        if (errno != ENOPROTOOPT)
+                return -errno;
+#else
+        (void)sock;
+#endif
         if (pid <= 0)
                 return -ESRCH;
         r = syscall(SYS_pidfd_open, pid, 0);

@@ -111,8 +111,8 @@ static const struct channel_ops shm_ops = {
 };
 
 /* A doorbell is a datagram socket (daemon/channel.h): anything else could
- * block us, raise SIGPIPE, or never become readable. */
-/* A datagram socket: getsockopt fails on anything that is no socket. */
+ * block us, raise SIGPIPE, or never become readable.  getsockopt fails on
+ * anything that is no socket. */
 static bool doorbell_ok(int fd)
 {
         int type = 0;

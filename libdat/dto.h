@@ -143,6 +143,10 @@ struct dto_ia {
          * table's lock, as poll_seq (numbers the polls that asked). */
         int app_epfd;
         uint32_t n_fd_polled, poll_seq;
+        /* The progress thread's waits so far: its own, read by tests (a
+         * thread that sleeps makes a few a second, one that spins
+         * hundreds of thousands). */
+        uint64_t rounds;
 };
 
 /* Sets up / tears down an IA's table (ia.c: open and close). */

@@ -148,9 +148,10 @@ struct dto_ep {
          * time -- a connection that never moves a large payload makes no
          * probe, which costs both processes wake-ups and a system call. */
         bool hello_sent;                /* it went, or never goes (tcp) */
-        bool hello_owed;                /* the frame being started / next is our HELLO */
+        bool hello_owed;                /* the frame in flight is our HELLO */
         bool cma_answered;              /* the peer's CMA_OK came: cma_from_peer is final */
         bool cma_ok_owed;               /* we owe the peer the answer to its HELLO */
+        bool peer_probed;               /* its HELLO came (a second breaks the rules) */
         uint64_t probe_value;           /* what our HELLO's address holds */
         uint32_t cma_ok_value;
 
@@ -301,8 +302,10 @@ bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct io
 /* Queues the answer to an atomic: the 8 bytes the target held. */
 bool dto_tx_respond_value(struct dto_ep *d, uint32_t seq, uint64_t value);
 
-/* Queues our HELLO / CMA_OK. */
-void dto_tx_hello(struct dto_ep *d);
+/* A new connection: no probe of cross-memory attach made or answered
+ * yet (dto_wire.h: HELLO, CMA_OK); on tcp, and where this process does
+ * not allow it (DATD_SHM_NO_CMA), none will be. */
+void dto_probe_reset(struct dto_ep *d);
 
 /* The peer's placed requests not acknowledged yet: queues a frame that
  * carries the acknowledgement if force, or if too many wait; otherwise it

@@ -510,7 +510,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->rx_have = 0;
                 d->rx_stash_len = d->rx_stash_off = 0;
                 d->cma_to_peer = d->cma_from_peer = false;
-                dto_tx_hello(d);
+                dto_probe_reset(d);
         }
         pthread_mutex_unlock(&d->lock);
         if (!ok)

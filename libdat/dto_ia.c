@@ -135,7 +135,8 @@ static void app_unwatch(struct dto_ia *t, struct dto_ep *d)
         t->n_fd_polled--;
 }
 
-/* The table whose progress thread this is (dto_ia_run), NULL elsewhere. */
+/* The table whose progress thread this is (dto_ia_run), NULL elsewhere.
+ * initial-exec: 8 bytes of the static TLS a dlopen()ed library may use. */
 static __thread struct dto_ia *progress_of __attribute__((tls_model("initial-exec")));
 
 int dto_ia_add(struct dto_ep *d)
@@ -191,8 +192,10 @@ int dto_ia_add(struct dto_ep *d)
 void dto_ia_quiet(struct dto_ep *d)
 {
         /* epoll needs no lock of ours; the table entry stays until the
-         * data path stops (a second DEL then fails harmlessly). */
+         * data path stops (a second DEL then fails harmlessly).  Nothing
+         * left on: quiet_all has nothing to take off. */
         (void)epoll_ctl(table_of(d)->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
+        d->poll_events = 0;
 }
 
 void dto_ia_remove_nowait(struct dto_ep *d)
@@ -252,7 +255,8 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
                         (void)epoll_ctl(t_epfd(d), EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
                 } else {
                         /* Only DTO work counts (the spin heuristic of the
-                         * progress thread): a connection's HELLO does not. */
+                         * progress thread): the probe's frames (HELLO,
+                         * CMA_OK) do not. */
                         uint64_t before = d->work_frames;
 
                         dto_progress_locked(d, b);
@@ -652,6 +656,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                 bool all = plan_wait(t, streaming ? last_work : 0, &quiet_rounds, &ts, &tsp), moved = false;
                 int n = epoll_pwait2(t->epfd, evs, EVENTS_MAX, tsp, NULL);
 
+                __atomic_store_n(&t->rounds, t->rounds + 1, __ATOMIC_RELAXED);
                 __atomic_store_n(&t->unarmed, false, __ATOMIC_RELAXED);
                 __atomic_store_n(&t->armed_sleep, false, __ATOMIC_RELAXED);
                 if (n < 0) {

@@ -511,12 +511,16 @@ static enum action on_header(struct dto_ep *d, struct dto_batch *b)
                 d->work_frames++;
         switch (d->rx.op) {
         case DTO_OP_HELLO:
+                /* Once per connection (dto_wire.h). */
+                if (d->peer_probed)
+                        return protocol_error(d, "a second HELLO");
+                d->peer_probed = true;
                 sink_set(d, &(struct iovec){ &d->rx_scratch, sizeof(d->rx_scratch) }, 1,
                          sizeof(d->rx_scratch));
                 return ACT_NEXT;
         case DTO_OP_CMA_OK:
-                /* An answer to a HELLO we sent, or none at all. */
-                if (!d->hello_sent || d->cma_answered)
+                /* An answer to the HELLO we sent (never on tcp), once. */
+                if (!d->ch->same_host || !d->hello_sent || d->hello_owed || d->cma_answered)
                         return protocol_error(d, "CMA_OK without our HELLO");
                 d->cma_from_peer = d->rx.status == 1 && d->ch->same_host;
                 d->cma_answered = true;

@@ -29,13 +29,19 @@ static bool cma_allowed(void)
         return v;
 }
 
-void dto_tx_hello(struct dto_ep *d)
+void dto_probe_reset(struct dto_ep *d)
 {
-        /* tcp: no cross-memory attach to discover. */
-        d->hello_sent = !d->ch->same_host;
+        /* tcp: no cross-memory attach to discover.  Not allowed here: the
+         * answer is known (our HELLO would say "do not", and the peer
+         * answer 0), and waiting for it would cost the first large
+         * request a round trip. */
+        bool none = !d->ch->same_host || !cma_allowed();
+
+        d->hello_sent = none;
         d->hello_owed = false;
-        d->cma_answered = false;
+        d->cma_answered = none;
         d->cma_ok_owed = false;
+        d->peer_probed = false;
         /* A value the peer can only read back with access to our memory. */
         d->probe_value = dto_now_ns() ^ (uint64_t)(uintptr_t)d ^ 0x9e3779b97f4a7c15ull;
 }
@@ -107,8 +113,6 @@ static uint32_t req_iovecs(const struct dto_ep *d, uint32_t slot, const struct d
         return n;
 }
 
-/* BARRIER_FENCE: a request waits until every RDMA Read before it is done
- * (dat_ep_post_send(3DAT), "Barrier Fence"). */
 /* Whether a request's payload could go by cross-memory attach (see
  * start_request): atomics never do. */
 static bool req_may_use_cma(const struct dto_req *r)
@@ -125,7 +129,8 @@ static bool req_waits_for_probe(const struct dto_ep *d, const struct dto_req *r)
         return d->ch->same_host && !d->cma_answered && req_may_use_cma(r);
 }
 
-/* BARRIER_FENCE, and the probe above. */
+/* BARRIER_FENCE: a request waits until every RDMA Read before it is done
+ * (dat_ep_post_send(3DAT), "Barrier Fence"); and the probe above. */
 static bool req_may_start(const struct dto_ep *d, const struct dto_req *r)
 {
         if (req_waits_for_probe(d, r))

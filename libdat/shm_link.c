@@ -550,8 +550,10 @@ void shm_link_disarm(struct shm_link *l)
 }
 
 /* Rings a drain takes in one system call (more are rare: the flag
- * exchange makes one ring per announced sleep). */
+ * exchange makes one ring per announced sleep), and at most that many
+ * calls: 64 rings. */
 #define DRAIN_BATCH 8
+#define DRAIN_CALLS 8
 
 void shm_link_doorbell_drain(struct shm_link *l)
 {
@@ -566,7 +568,7 @@ void shm_link_doorbell_drain(struct shm_link *l)
                 iov[i] = (struct iovec){ &v[i], sizeof(v[i]) };
                 msg[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
         }
-        for (int round = 0; round < 8; round++) {
+        for (int call = 0; call < DRAIN_CALLS; call++) {
                 int n = recvmmsg(l->doorbell_mine, msg, DRAIN_BATCH, MSG_DONTWAIT, NULL);
 
                 if (n < 0 && errno == ENOTSOCK)
