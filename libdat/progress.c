@@ -15,11 +15,19 @@
 #include "libdat/dto.h"
 #include "libdat/ia.h"
 
+#define READ_BATCH 4
+
 struct progress {
         struct ia *ia;
         pthread_t thread;
         int stop_fd;                    /* eventfd: readable when the thread must leave */
-        union datp_message buf;         /* the one receive buffer */
+        /* Receive buffers: the packets one wake-up finds are taken in
+         * one system call (DATA_CHANNEL and ESTABLISHED come in a pair;
+         * with many connections several events wait). */
+        union datp_message buf[READ_BATCH];
+        int fds[READ_BATCH][DATP_MAX_FDS];
+        ssize_t len[READ_BATCH];
+        unsigned nfds[READ_BATCH];
 };
 
 /* A validated packet (fds: the descriptors it carried, nfds of them). */
@@ -45,39 +53,58 @@ static void dispatch(struct ia *ia, const union datp_message *m, size_t len, int
         }
 }
 
-/* Reads one packet and dispatches it; false when the connection is over.
- * Descriptors come only with EV_DATA_CHANNEL; any others are closed. */
-static bool read_one_locked(struct progress *p)
+/* Validates and dispatches packet i of a batch; false when the connection
+ * is over (its descriptors are closed then).  Descriptors come only with
+ * EV_DATA_CHANNEL; any others are closed. */
+static bool take_one(struct progress *p, unsigned i)
 {
         struct ia *ia = p->ia;
+        const union datp_message *m = &p->buf[i];
+        unsigned nfds = p->nfds[i] > DATP_MAX_FDS ? DATP_MAX_FDS : p->nfds[i];
         const char *reason = NULL;
-        int fds[DATP_CHANNEL_MAX_FDS];
-        unsigned nfds = 0;
-        /* Without waiting: a caller may have read what woke us. */
-        ssize_t n = datp_try_recv(ia->conn.fd, &p->buf, fds, DATP_CHANNEL_MAX_FDS, &nfds);
         int r;
 
-        if (n == -EAGAIN || n == -EINTR)
-                return true;
-        if (n <= 0) {
-                dat_trace("IA %s: datd closed the connection%s", ia->name, n < 0 ? " (error)" : "");
+        if (p->len[i] <= 0) {
+                dat_trace("IA %s: datd closed the connection", ia->name);
                 return false;
         }
-        if (nfds > DATP_CHANNEL_MAX_FDS)
-                nfds = DATP_CHANNEL_MAX_FDS;
-        r = datp_validate(&p->buf, (size_t)n, nfds, DATP_TO_CLIENT, ia->conn.version, &reason);
+        r = datp_validate(m, (size_t)p->len[i], nfds, DATP_TO_CLIENT, ia->conn.version, &reason);
         if (r < 0) {
                 /* datd does not send garbage: whoever does is not datd. */
                 dat_trace("IA %s: malformed message from datd: %s", ia->name,
                           reason ? reason : datp_decode_error_str(r));
-                channel_close_fds(fds, nfds);
+                channel_close_fds(p->fds[i], nfds);
                 return false;
         }
-        if (p->buf.hdr.type != DATP_EV_DATA_CHANNEL)
-                channel_close_fds(fds, nfds);
-        dispatch(ia, &p->buf, (size_t)n, fds, nfds);
-        if (p->buf.hdr.type == DATP_ERROR && p->buf.error.fatal)
+        if (m->hdr.type != DATP_EV_DATA_CHANNEL)
+                channel_close_fds(p->fds[i], nfds);
+        dispatch(ia, m, (size_t)p->len[i], p->fds[i], nfds);
+        return !(m->hdr.type == DATP_ERROR && m->error.fatal);
+}
+
+/* Reads the packets that are there (READ_BATCH at most: the rest wake us
+ * again) and dispatches them in order; false when the connection is over. */
+static bool read_one_locked(struct progress *p)
+{
+        struct ia *ia = p->ia;
+        /* Without waiting: a caller may have read what woke us. */
+        int n = datp_try_recv_batch(ia->conn.fd, p->buf, READ_BATCH, p->fds, p->len, p->nfds);
+
+        if (n == -EAGAIN || n == -EINTR)
+                return true;
+        if (n < 0) {
+                dat_trace("IA %s: datd closed the connection (error)", ia->name);
                 return false;
+        }
+        for (int i = 0; i < n; i++) {
+                if (take_one(p, (unsigned)i))
+                        continue;
+                /* What came after the end is not looked at. */
+                for (int k = i + 1; k < n; k++)
+                        channel_close_fds(p->fds[k], p->nfds[k] > DATP_MAX_FDS ? DATP_MAX_FDS
+                                                                               : p->nfds[k]);
+                return false;
+        }
         return true;
 }
 

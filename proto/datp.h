@@ -599,4 +599,14 @@ ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
 ssize_t datp_try_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
                       unsigned *nfds);
 
+/* datp_try_recv() of up to n packets in one system call (recvmmsg): the
+ * packets that are there, never waiting.  Packet i goes to bufs[i], its
+ * length (as datp_try_recv returns it; 0: the end of the connection) to
+ * lens[i], its descriptors to fds[i] (DATP_MAX_FDS each, the rest -1) and
+ * their count to nfds[i].  Returns how many packets (at least 1), or
+ * -errno (-EAGAIN: none).  n at most DATP_BATCH_MAX. */
+#define DATP_BATCH_MAX 8
+int datp_try_recv_batch(int sock, union datp_message *bufs, unsigned n,
+                        int (*fds)[DATP_MAX_FDS], ssize_t *lens, unsigned *nfds);
+
 #endif

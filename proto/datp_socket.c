@@ -123,6 +123,40 @@ static ssize_t recv_flags(int sock, union datp_message *buf, int *fds, unsigned 
         return n;
 }
 
+int datp_try_recv_batch(int sock, union datp_message *bufs, unsigned n,
+                        int (*fds)[DATP_MAX_FDS], ssize_t *lens, unsigned *nfds)
+{
+        union datp_control control[DATP_BATCH_MAX];
+        struct iovec iov[DATP_BATCH_MAX];
+        struct mmsghdr mm[DATP_BATCH_MAX];
+        int got;
+
+        if (n == 0 || n > DATP_BATCH_MAX)
+                return -EINVAL;
+        for (unsigned i = 0; i < n; i++) {
+                iov[i] = (struct iovec){ .iov_base = &bufs[i], .iov_len = sizeof(bufs[i]) };
+                mm[i] = (struct mmsghdr){ .msg_hdr = {
+                        .msg_iov = &iov[i],
+                        .msg_iovlen = 1,
+                        .msg_control = control[i].buf,
+                        .msg_controllen = sizeof(control[i].buf),
+                } };
+        }
+        /* MSG_TRUNC: each length is its packet's real one, as in recv_flags. */
+        do
+                got = recvmmsg(sock, mm, n, MSG_TRUNC | MSG_CMSG_CLOEXEC | MSG_DONTWAIT, NULL);
+        while (got < 0 && errno == EINTR);
+        if (got < 0)
+                return -errno;
+        for (int i = 0; i < got; i++) {
+                for (unsigned k = 0; k < DATP_MAX_FDS; k++)
+                        fds[i][k] = -1;
+                nfds[i] = take_fds(&mm[i].msg_hdr, fds[i], DATP_MAX_FDS);
+                lens[i] = (ssize_t)mm[i].msg_len;
+        }
+        return got;
+}
+
 ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
                   unsigned *nfds)
 {

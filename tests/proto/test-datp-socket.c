@@ -297,3 +297,83 @@ Test(datp_socket, recv_retries_after_eintr)
         cr_expect(interrupted, "the signal never arrived");
         cr_expect_eq(n, (ssize_t) sizeof(struct datp_ia_query));
 }
+
+/* ---- datp_try_recv_batch ------------------------------------------------ */
+
+/* What one datp_try_recv_batch call fills. */
+static struct batch {
+        union datp_message in[DATP_BATCH_MAX];
+        int fds[DATP_BATCH_MAX][DATP_MAX_FDS];
+        ssize_t lens[DATP_BATCH_MAX];
+        unsigned nfds[DATP_BATCH_MAX];
+} b;
+
+static int take_batch(unsigned n)
+{
+        return datp_try_recv_batch(sv[1], b.in, n, b.fds, b.lens, b.nfds);
+}
+
+/* The packets that are there, in order, each with its own length and
+ * descriptors; fewer than asked when fewer wait; -EAGAIN when none. */
+Test(datp_socket, a_batch_takes_the_packets_there_in_order_with_their_fds)
+{
+        union datp_message m[3];
+        int out[2] = { sv[0], sv[0] };
+        struct fd_snapshot before;
+
+        datp_sample_build_type(DATP_IA_QUERY, &m[0]);
+        datp_sample_build_type(DATP_IA_CLOSE, &m[1]);
+        datp_sample_build_type(DATP_OBJ_CREATE, &m[2]);
+        snapshot_fds(&before);
+        cr_assert_eq(datp_send(sv[0], &m[0].hdr, NULL, 0), 0);
+        cr_assert_eq(datp_send(sv[0], &m[1].hdr, out, 2), 0);
+        cr_assert_eq(datp_send(sv[0], &m[2].hdr, NULL, 0), 0);
+        cr_assert_eq(take_batch(DATP_BATCH_MAX), 3);
+        for (unsigned i = 0; i < 3; i++) {
+                cr_expect_eq(b.lens[i], (ssize_t)m[i].hdr.length, "packet %u", i);
+                cr_expect_eq(memcmp(&b.in[i], &m[i], m[i].hdr.length), 0, "packet %u", i);
+        }
+        cr_expect_eq(b.nfds[0], 0);
+        cr_expect_eq(b.fds[0][0], -1);
+        cr_expect_eq(b.nfds[1], 2);
+        cr_assert_geq(b.fds[1][0], 0);
+        cr_assert_geq(b.fds[1][1], 0);
+        cr_expect_eq(b.fds[1][2], -1);
+        cr_expect(fcntl(b.fds[1][0], F_GETFD) & FD_CLOEXEC, "received fd is not close-on-exec");
+        cr_expect_eq(b.nfds[2], 0);
+        expect_no_new_fds(&before, b.fds[1], 2);
+        close(b.fds[1][0]);
+        close(b.fds[1][1]);
+        cr_expect_eq(take_batch(DATP_BATCH_MAX), -EAGAIN);
+}
+
+/* Asked for fewer than wait: the rest stay for the next call. */
+Test(datp_socket, a_batch_leaves_what_it_was_not_asked_for)
+{
+        union datp_message m;
+
+        datp_sample_build_type(DATP_IA_QUERY, &m);
+        for (int i = 0; i < 3; i++)
+                cr_assert_eq(datp_send(sv[0], &m.hdr, NULL, 0), 0);
+        cr_expect_eq(take_batch(2), 2);
+        cr_expect_eq(take_batch(2), 1);
+        cr_expect_eq(b.lens[0], (ssize_t)m.hdr.length);
+        cr_expect_eq(take_batch(0), -EINVAL);
+        cr_expect_eq(take_batch(DATP_BATCH_MAX + 1), -EINVAL);
+}
+
+/* The end of the connection is a packet of length 0, as for datp_recv. */
+Test(datp_socket, a_batch_after_the_peer_closed_says_length_zero)
+{
+        union datp_message m;
+        int n;
+
+        datp_sample_build_type(DATP_IA_QUERY, &m);
+        cr_assert_eq(datp_send(sv[0], &m.hdr, NULL, 0), 0);
+        close(sv[0]);
+        sv[0] = -1;
+        n = take_batch(DATP_BATCH_MAX);
+        cr_assert_geq(n, 2);
+        cr_expect_eq(b.lens[0], (ssize_t)m.hdr.length);
+        cr_expect_eq(b.lens[1], 0);
+}
