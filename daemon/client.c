@@ -250,10 +250,27 @@ static int client_flush(Client *c)
         return sd_event_source_set_io_events(c->io, EPOLLIN);
 }
 
+/* One batch of packets as datp_try_recv_batch fills it: datd's one event
+ * loop reads one client's at a time. */
+static struct {
+        union datp_message msg[DATP_BATCH_MAX];
+        int fds[DATP_BATCH_MAX][DATP_MAX_FDS];
+        ssize_t len[DATP_BATCH_MAX];
+        unsigned nfds[DATP_BATCH_MAX];
+} rx;
+
+/* No request carries descriptors: any that came along are closed here,
+ * and the packet (nfds > 0) is refused. */
+static void close_batch_fds(unsigned i)
+{
+        for (unsigned k = 0; k < DATP_MAX_FDS; k++)
+                if (rx.fds[i][k] >= 0)
+                        close(rx.fds[i][k]);
+}
+
 static int client_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         Client *c = userdata;
-        union datp_message msg;
         int r;
 
         if (revents & EPOLLOUT) {
@@ -266,24 +283,33 @@ static int client_on_io(sd_event_source *s, int fd, uint32_t revents, void *user
         if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 return 0;
 
-        for (unsigned i = 0; i < CLIENT_BATCH; i++) {
-                unsigned nfds = 0;
-                ssize_t n;
+        /* The packets there, a batch per system call (none to learn that
+         * nothing more is), CLIENT_BATCH at most. */
+        for (unsigned done = 0; done < CLIENT_BATCH;) {
+                int n = datp_try_recv_batch(fd, rx.msg, DATP_BATCH_MAX, rx.fds, rx.len, rx.nfds);
 
-                /* max_fds 0: no request carries descriptors, so any that came
-                 * along are closed right here and the packet is refused. */
-                n = datp_recv(fd, &msg, NULL, 0, &nfds);
                 if (n == -EAGAIN || n == -EINTR)
                         return 0;
-                if (n <= 0) {
-                        client_disconnect(c, (int) n);
+                if (n < 0) {
+                        client_disconnect(c, n);
                         return 0;
                 }
-                r = client_handle_packet(c, &msg, (size_t) n, nfds);
-                if (r < 0) {
-                        client_disconnect(c, r);
-                        return 0;
+                for (int i = 0; i < n; i++)
+                        close_batch_fds((unsigned) i);
+                for (int i = 0; i < n; i++) {
+                        if (rx.len[i] <= 0) {
+                                client_disconnect(c, (int) rx.len[i]);
+                                return 0;
+                        }
+                        r = client_handle_packet(c, &rx.msg[i], (size_t) rx.len[i], rx.nfds[i]);
+                        if (r < 0) {
+                                client_disconnect(c, r);
+                                return 0;
+                        }
                 }
+                if (n < DATP_BATCH_MAX)
+                        return 0;
+                done += (unsigned) n;
         }
         return 0;
 }
