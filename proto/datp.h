@@ -594,14 +594,10 @@ int datp_send(int sock, const struct datp_header *hdr, const int *fds, unsigned 
 ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
                   unsigned *nfds);
 
-/* datp_recv() that never waits: -EAGAIN when no packet is there (for a
- * reader that shares the socket with others). */
-ssize_t datp_try_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
-                      unsigned *nfds);
-
-/* datp_try_recv() of up to n packets in one system call (recvmmsg): the
- * packets that are there, never waiting.  Packet i goes to bufs[i], its
- * length (as datp_try_recv returns it; 0: the end of the connection) to
+/* datp_recv() of up to n packets in one system call (recvmmsg): the
+ * packets that are there, never waiting (for a reader that shares the
+ * socket with others).  Packet i goes to bufs[i], its length (as
+ * datp_recv returns it; 0: the end of the connection) to
  * lens[i], its descriptors to fds[i] (DATP_MAX_FDS each, the rest -1) and
  * their count to nfds[i].  Returns how many packets (at least 1), or
  * -errno (-EAGAIN: none).  n at most DATP_BATCH_MAX. */

@@ -89,8 +89,8 @@ static unsigned take_fds(struct msghdr *mh, int *fds, unsigned max_fds)
         return count;
 }
 
-static ssize_t recv_flags(int sock, union datp_message *buf, int *fds, unsigned max_fds,
-                         unsigned *nfds, int flags)
+ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
+                  unsigned *nfds)
 {
         union datp_control control;
         struct iovec iov = { .iov_base = buf, .iov_len = sizeof(*buf) };
@@ -114,7 +114,7 @@ static ssize_t recv_flags(int sock, union datp_message *buf, int *fds, unsigned 
         /* MSG_TRUNC: the return value is the packet's real length, so an
          * oversized packet is reported instead of silently cut. */
         do
-                n = recvmsg(sock, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC | flags);
+                n = recvmsg(sock, &mh, MSG_TRUNC | MSG_CMSG_CLOEXEC);
         while (n < 0 && errno == EINTR);
         if (n < 0)
                 return -errno;
@@ -142,7 +142,7 @@ int datp_try_recv_batch(int sock, union datp_message *bufs, unsigned n,
                         .msg_controllen = sizeof(control[i].buf),
                 } };
         }
-        /* MSG_TRUNC: each length is its packet's real one, as in recv_flags. */
+        /* MSG_TRUNC: each length is its packet's real one, as in datp_recv. */
         do
                 got = recvmmsg(sock, mm, n, MSG_TRUNC | MSG_CMSG_CLOEXEC | MSG_DONTWAIT, NULL);
         while (got < 0 && errno == EINTR);
@@ -155,16 +155,4 @@ int datp_try_recv_batch(int sock, union datp_message *bufs, unsigned n,
                 lens[i] = (ssize_t)mm[i].msg_len;
         }
         return got;
-}
-
-ssize_t datp_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
-                  unsigned *nfds)
-{
-        return recv_flags(sock, buf, fds, max_fds, nfds, 0);
-}
-
-ssize_t datp_try_recv(int sock, union datp_message *buf, int *fds, unsigned max_fds,
-                      unsigned *nfds)
-{
-        return recv_flags(sock, buf, fds, max_fds, nfds, MSG_DONTWAIT);
 }

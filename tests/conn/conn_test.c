@@ -78,6 +78,21 @@ DAT_EP_HANDLE side_ep(const struct side *s)
         return ep;
 }
 
+DAT_LMR_HANDLE side_lmr(const struct side *s, void *buf, size_t len, DAT_LMR_CONTEXT *ctx)
+{
+        DAT_REGION_DESCRIPTION region = { .for_va = buf };
+        DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+        DAT_RMR_CONTEXT rctx;
+        DAT_VLEN rlen;
+        DAT_VADDR raddr;
+        DAT_RETURN r = dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, region, len, s->pz,
+                                      DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, ctx, &rctx,
+                                      &rlen, &raddr);
+
+        cr_assert_eq(r, DAT_SUCCESS, "dat_lmr_create: 0x%08x", r);
+        return lmr;
+}
+
 DAT_EP_STATE ep_state_of(DAT_EP_HANDLE ep)
 {
         DAT_EP_STATE st = (DAT_EP_STATE)-1;

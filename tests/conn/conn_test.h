@@ -52,6 +52,10 @@ void side_close(struct side *s);
 /* An EP with the side's PZ and EVDs (asserting success). */
 DAT_EP_HANDLE side_ep(const struct side *s);
 
+/* An LMR over len bytes at buf in the side's PZ, every privilege; its
+ * context in *ctx (asserting success). */
+DAT_LMR_HANDLE side_lmr(const struct side *s, void *buf, size_t len, DAT_LMR_CONTEXT *ctx);
+
 DAT_EP_STATE ep_state_of(DAT_EP_HANDLE ep);
 
 /* Waits for the next event on evd (bounded); asserts one came and returns

@@ -544,14 +544,10 @@ Test(same_host, polling_many_tcp_connections_moves_every_one)
 {
         enum { CONNS = 8, LEN = 64 };
         static unsigned char buf[2 * CONNS][LEN];
-        DAT_REGION_DESCRIPTION region = { .for_va = buf };
         DAT_EP_HANDLE aep[CONNS], pep[CONNS];
         DAT_CONN_QUAL q = fresh_qual();
         DAT_LMR_HANDLE lmr[2];
         DAT_LMR_CONTEXT lctx[2];
-        DAT_RMR_CONTEXT rctx;
-        DAT_VLEN rlen;
-        DAT_VADDR raddr;
         DAT_DTO_COOKIE cookie = { .as_64 = 0 };
         struct side ta, tp;
         unsigned sends = 0, recvs = 0;
@@ -564,12 +560,8 @@ Test(same_host, polling_many_tcp_connections_moves_every_one)
         side_psp(&tp, q);
         for (int i = 0; i < CONNS; i++)
                 connect_pair(&ta, &tp, q, &aep[i], &pep[i]);
-        cr_assert_eq(dat_lmr_create(ta.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), ta.pz,
-                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr[0], &lctx[0], &rctx,
-                                    &rlen, &raddr), DAT_SUCCESS);
-        cr_assert_eq(dat_lmr_create(tp.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), tp.pz,
-                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr[1], &lctx[1], &rctx,
-                                    &rlen, &raddr), DAT_SUCCESS);
+        lmr[0] = side_lmr(&ta, buf, sizeof(buf), &lctx[0]);
+        lmr[1] = side_lmr(&tp, buf, sizeof(buf), &lctx[1]);
         ia = ia_lookup(tp.ia);
         cr_assert_not_null(ia);
         cr_expect_geq(ia->dto.n_fd_polled, 4u, "the channels are in the polls' epoll");
@@ -682,24 +674,16 @@ Test(same_host, the_first_large_payload_waits_for_the_probe_and_goes_by_cma)
         enum { BIG = 64 * 1024 };
         static unsigned char mem[2][BIG];
         unsigned char *const buf[2] = { mem[0], mem[1] };
-        DAT_REGION_DESCRIPTION region = { .for_va = mem };
         DAT_EP_HANDLE aep, pep;
         DAT_CONN_QUAL q = fresh_qual();
         DAT_LMR_HANDLE lmr[2];
         DAT_LMR_CONTEXT lctx[2];
-        DAT_RMR_CONTEXT rctx;
-        DAT_VLEN rlen;
-        DAT_VADDR raddr;
         struct probe_state sa, sp;
 
         side_psp(&p, q);
         connect_pair(&a, &p, q, &aep, &pep);
-        cr_assert_eq(dat_lmr_create(a.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(mem), a.pz,
-                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr[0], &lctx[0], &rctx,
-                                    &rlen, &raddr), DAT_SUCCESS);
-        cr_assert_eq(dat_lmr_create(p.ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(mem), p.pz,
-                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr[1], &lctx[1], &rctx,
-                                    &rlen, &raddr), DAT_SUCCESS);
+        lmr[0] = side_lmr(&a, mem, sizeof(mem), &lctx[0]);
+        lmr[1] = side_lmr(&p, mem, sizeof(mem), &lctx[1]);
         send_between(aep, lctx[0], pep, lctx[1], buf, 64);
         sa = probe_state_of(aep);
         sp = probe_state_of(pep);
