@@ -44,6 +44,7 @@ struct CmLink {
         bool up;                        /* the peer's HELLO arrived */
         bool hello_sent;                /* incoming: only once the peer's first message said
                                            it is a link (HELLO), not a data connection */
+        unsigned holds;                 /* cm_link_hold: nothing more is read while > 0 */
         uint8_t host_id[16];
         uint8_t rbuf[CM_MAX_MESSAGE] __attribute__((aligned(8))); /* read as the structs */
         size_t rlen;
@@ -123,6 +124,13 @@ static void link_free(CmLink *l, const char *why)
         link_release(l, true);
 }
 
+/* What the link waits for: the peer's messages unless held, and room to
+ * send while bytes wait. */
+static uint32_t link_events(const CmLink *l)
+{
+        return (l->holds ? 0 : EPOLLIN) | (l->wlen > 0 ? EPOLLOUT : 0);
+}
+
 static int link_flush(CmLink *l)
 {
         while (l->wlen > 0) {
@@ -136,7 +144,18 @@ static int link_flush(CmLink *l)
                 memmove(l->wbuf, l->wbuf + n, l->wlen - (size_t) n);
                 l->wlen -= (size_t) n;
         }
-        return sd_event_source_set_io_events(l->io, l->wlen > 0 ? EPOLLIN | EPOLLOUT : EPOLLIN);
+        return sd_event_source_set_io_events(l->io, link_events(l));
+}
+
+void cm_link_hold(CmLink *l, bool hold)
+{
+        if (hold)
+                l->holds++;
+        else if (l->holds > 0 && --l->holds > 0)
+                return;
+        /* Connecting: link_flush sets its events once the handshake is done. */
+        if (l->io && !l->connecting && sd_event_source_set_io_events(l->io, link_events(l)) < 0)
+                shutdown(l->fd, SHUT_RDWR);     /* the next read reports it */
 }
 
 /* Appends a wire-order message; sends now unless the link is connecting. */
@@ -388,6 +407,11 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
         }
         if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 return 0;
+        /* A held link is read again once released; one that is going (HUP,
+         * ERR: epoll reports them whatever it was asked) is read to its
+         * end, since nothing it says could be kept in order any more. */
+        if (l->holds && !(revents & (EPOLLHUP | EPOLLERR)))
+                return 0;
         for (;;) {
                 const struct cm_header *h = (const struct cm_header *) l->rbuf;
                 size_t want = sizeof(*h);
@@ -411,7 +435,10 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                                 return 0;
                         }
                         l->rlen = 0;
-                        /* conn_cm_receive() may not free the link: it only sends. */
+                        /* conn_cm_receive() may not free the link: it only
+                         * sends, or holds it (what follows waits). */
+                        if (l->holds && !(revents & (EPOLLHUP | EPOLLERR)))
+                                return 0;
                         continue;
                 }
                 n = recv(fd, l->rbuf + l->rlen, want - l->rlen, MSG_DONTWAIT);
@@ -551,6 +578,10 @@ static int cm_on_tick(sd_event_source *s, uint64_t usec, void *userdata)
         CmLink *l, *n;
 
         LIST_FOREACH_SAFE(links, l, n, m->cm_links) {
+                /* Held: its keepalives wait unread; the hold is bounded by
+                 * the timer of the connection that holds it. */
+                if (l->holds)
+                        l->last_rx_usec = now;
                 if (now - l->last_rx_usec > 2 * period) {
                         link_free(l, l->up ? "no keepalive for two periods" : "no answer");
                         continue;

@@ -120,6 +120,14 @@ int cm_data_socket(const CmLink *l);
 void cm_data_message(struct cm_data *out, uint32_t dst_conn_id, uint32_t src_conn_id,
                      const uint8_t token[CM_TOKEN_SIZE]);
 
+/* Stops reading the link's messages (hold) or resumes (release; holds
+ * count).  A passive end whose READY came before its data connection holds
+ * its link until the data connection is there: what the peer sent after
+ * READY (a DISCONNECT of another connection, made once the active process
+ * saw this one ESTABLISHED) must reach the processes after this end's
+ * ESTABLISHED, as it was sent.  Keepalives wait too. */
+void cm_link_hold(CmLink *l, bool hold);
+
 /* The remote IP of the link, for log lines and ListConnections. */
 const struct sockaddr_storage *cm_link_address(const CmLink *l, socklen_t *len);
 bool cm_link_is_up(const CmLink *l);

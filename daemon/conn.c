@@ -129,6 +129,8 @@ struct Conn {
         DataOut *data_out;              /* active, another host: our data connection */
         int data_fd;                    /* passive, another host: the one that came, -1 */
         bool ready;                     /* passive, another host: READY came */
+        bool holds_link;                /*   and its data connection not: the link is
+                                           held (cm_link_hold) until it comes */
         uint32_t gone_reason;           /* passive, another host: the active end went
                                            (enum cm_reason) after READY, before the
                                            data connection came; told after ESTABLISHED */
@@ -803,6 +805,15 @@ static void cm_tell(CmLink *l, uint16_t type, uint32_t src, uint32_t dst, uint32
 
 static void conn_abandon(Conn *x);
 
+/* The end's link is no more its business: released if it held it. */
+static void conn_drop_link(Conn *x)
+{
+        if (x->holds_link && x->link)
+                cm_link_hold(x->link, false);
+        x->holds_link = false;
+        x->link = NULL;
+}
+
 /* Frees one end; the other end (if any) forgets it.  An end whose other end
  * is on another host tells that host's datd, unless the news came from there
  * (then link was cleared): a request is withdrawn, a connection broken. */
@@ -811,6 +822,10 @@ static void conn_free(Conn *c)
         ConnTable *t = c->table;
         Client *client = c->instance->client;
 
+        if (c->holds_link && c->link) {
+                cm_link_hold(c->link, false);
+                c->holds_link = false;
+        }
         if (c->link)
                 cm_tell(c->link, CM_DISCONNECT, c->id, c->remote_id,
                         c->state == CONN_REQUESTED && c->active ? CM_REASON_WITHDRAWN : CM_REASON_BROKEN,
@@ -1209,9 +1224,14 @@ static void passive_remote_check(Conn *x)
         send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, x->pd, x->pd_len, "accepted");
         x->pd = (free(x->pd), NULL);
         closep(&fd);
+        /* What the link held back comes after the ESTABLISHED. */
+        if (x->holds_link) {
+                cm_link_hold(x->link, false);
+                x->holds_link = false;
+        }
         if (x->gone_reason) {
                 /* Its end is gone at the other datd: nothing to tell it. */
-                x->link = NULL;
+                conn_drop_link(x);
                 tell_peer_gone(x, x->gone_reason);
                 conn_free(x);
         }
@@ -1917,7 +1937,7 @@ int conn_handle_disconnect(Client *c, const struct datp_disconnect *req)
         if (x->link && !(x->state == CONN_REQUESTED && x->active)) {
                 cm_tell(x->link, CM_DISCONNECT, x->id, x->remote_id, CM_REASON_DISCONNECTED,
                         c->peer.pid, NULL, 0);
-                x->link = NULL;
+                conn_drop_link(x);
         }
         conn_free(x);
         if (p) {
@@ -2115,7 +2135,7 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                 if (!x || !x->active || x->state != CONN_REQUESTED)
                         return;
                 x->remote_pid = (int32_t) msg->pid;
-                x->link = NULL;
+                conn_drop_link(x);
                 if (msg->reason == CM_REASON_PEER)
                         conn_fail(x, DAT_CONNECTION_EVENT_PEER_REJECTED, msg->private_data, msg->pd_len,
                                   "rejected by the listener's process");
@@ -2128,13 +2148,22 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                 if (!x || !x->accepting || x->remote_id != msg->src_conn_id || x->ready)
                         return;
                 /* The active datd sends READY once its data connection is
-                 * out; it may still be on its way here. */
+                 * out; it may still be on its way here, on its own socket.
+                 * Meanwhile nothing more is read from the link: what the
+                 * active side sent after READY (it may disconnect another
+                 * connection as soon as its process saw this one
+                 * ESTABLISHED) reaches our processes after this end's
+                 * ESTABLISHED, as dtestcm's server expects. */
                 x->ready = true;
-                if (x->data_fd < 0 &&
-                    sd_event_add_time_relative(m->event, &x->timer, CLOCK_MONOTONIC,
-                                               DATA_CONNECT_TIMEOUT_USEC, 1000,
-                                               passive_remote_timeout, x) < 0) {
-                        passive_remote_timeout(NULL, 0, x);
+                if (x->data_fd < 0) {
+                        if (sd_event_add_time_relative(m->event, &x->timer, CLOCK_MONOTONIC,
+                                                       DATA_CONNECT_TIMEOUT_USEC, 1000,
+                                                       passive_remote_timeout, x) < 0) {
+                                passive_remote_timeout(NULL, 0, x);
+                                return;
+                        }
+                        x->holds_link = true;
+                        cm_link_hold(link, true);
                         return;
                 }
                 passive_remote_check(x);
@@ -2159,14 +2188,15 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                         /* READY said the active end was ESTABLISHED: the
                          * connection was up, and this end must see it so
                          * (ESTABLISHED, then DISCONNECTED or BROKEN), not as
-                         * a failed accept.  Its data connection comes on
-                         * another socket than this message and may still be
-                         * on its way: it is waited for as long as READY's
+                         * a failed accept.  (READY held the link, so this is
+                         * a link read to its end.)  Its data connection comes
+                         * on another socket than this message and may still
+                         * be on its way: it is waited for as long as READY's
                          * timer allows (passive_remote_check tells the rest). */
                         x->gone_reason = msg->reason;
                         return;
                 }
-                x->link = NULL;
+                conn_drop_link(x);
                 if (x->accepting)
                         send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,
                                      "the active side withdrew the request");
@@ -2195,7 +2225,7 @@ void conn_cm_link_lost(CmLink *link, bool was_up)
         ID_HASH_FOREACH(&t->conns, Conn, x, {
                 if (x->link != link)
                         continue;
-                x->link = NULL;
+                conn_drop_link(x);
                 if (x->accepting)
                         send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,
                                      "the CM link to the active side's host is lost");

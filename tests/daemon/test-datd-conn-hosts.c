@@ -464,6 +464,80 @@ static void cm_send_conn_msg(int fd, uint16_t type, uint32_t src, uint32_t dst, 
         cm_write(fd, &c, sizeof(c));
 }
 
+/* Plays the active datd on link: a request from our_id to conn_qual qual,
+ * accepted by a; *accept is the passive datd's ACCEPT, *a_conn a's end. */
+static void fake_request_accepted(int link, uint32_t our_id, uint64_t qual, struct cm_conn *accept,
+                                  uint32_t *a_conn)
+{
+        uint32_t cr;
+
+        cm_send_conn_msg(link, CM_CONNECT_REQ, our_id, 0, CM_REASON_NONE, qual);
+        cr = expect_request(&a, NULL);
+        cr_assert_eq(cc_accept(&a, cr, NULL, 0, a_conn), DAT_SUCCESS);
+        cm_read(link, CM_ACCEPT, accept, sizeof(*accept));
+        cr_assert_eq(ntohl(accept->dst_conn_id), our_id);
+}
+
+/* The data connection from host 2 the ACCEPT asked for: its socket. */
+static int fake_data_connection(uint32_t our_id, const struct cm_conn *accept)
+{
+        struct cm_data data = { .src_conn_id = htonl(our_id), .dst_conn_id = accept->src_conn_id };
+        int dfd = cm_connect_from(2);
+
+        cm_header(&data.hdr, CM_DATA, sizeof(data));
+        memcpy(data.token, accept->token, sizeof(data.token));
+        cm_write(dfd, &data, sizeof(data));
+        return dfd;
+}
+
+static int fake_link(void)
+{
+        struct cm_hello hello = { .keepalive_ms = htonl(1000) };
+        int link = cm_connect_from(2);
+
+        cm_header(&hello.hdr, CM_HELLO, sizeof(hello));
+        memcpy(hello.host_id, "test-active-datd", sizeof(hello.host_id));
+        cm_write(link, &hello, sizeof(hello));
+        return link;
+}
+
+/* The active process sees its second connection ESTABLISHED and at once
+ * disconnects its first (dtestcm does, over 1 000 connections): READY of
+ * the second, then DISCONNECT of the first, on the link, while the second's
+ * data connection is still on its way on its own socket.  The passive host
+ * keeps the order they were sent in: ESTABLISHED of the second, then
+ * DISCONNECTED of the first (dtestcm's server counts ESTABLISHED events
+ * before it waits for DISCONNECTED ones, and frees the EP each names). */
+Test(datd_conn_hosts, what_follows_ready_waits_for_its_data_connection)
+{
+        const uint32_t first_id = 4301, second_id = 4302;
+        struct cm_conn first, second;
+        uint32_t a_first, a_second;
+        int link, dfd1, dfd2;
+
+        start(3);       /* host 2 has no datd: the test is its datd */
+        expect_listen(&a, 116);
+        link = fake_link();
+        fake_request_accepted(link, first_id, 116, &first, &a_first);
+        cm_send_conn_msg(link, CM_READY, first_id, ntohl(first.src_conn_id), CM_REASON_NONE, 0);
+        dfd1 = fake_data_connection(first_id, &first);
+        expect_ev_conn(&a, a_first, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+
+        fake_request_accepted(link, second_id, 116, &second, &a_second);
+        cm_send_conn_msg(link, CM_READY, second_id, ntohl(second.src_conn_id), CM_REASON_NONE, 0);
+        cm_send_conn_msg(link, CM_DISCONNECT, first_id, ntohl(first.src_conn_id),
+                         CM_REASON_DISCONNECTED, 0);
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CONN, 300), 0,
+                     "the first connection's DISCONNECTED overtook the second's ESTABLISHED");
+        dfd2 = fake_data_connection(second_id, &second);
+        expect_ev_conn(&a, a_second, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        expect_ev_conn(&a, a_first, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        close(dfd1);
+        close(dfd2);
+        close(link);
+        stop();
+}
+
 /* The active side's datd says READY (its end ESTABLISHED), and its process
  * disconnects at once, before the data connection reaches the passive host
  * (it comes on another TCP connection than the link's, so the passive datd
@@ -474,33 +548,20 @@ static void cm_send_conn_msg(int fd, uint16_t type, uint32_t src, uint32_t dst, 
 Test(datd_conn_hosts, a_disconnect_overtaking_the_data_connection_still_establishes)
 {
         const uint32_t our_id = 4242;
-        struct cm_hello hello = { .keepalive_ms = htonl(1000) };
         struct cm_conn accept;
-        struct cm_data data = { .src_conn_id = htonl(our_id) };
-        uint32_t cr, a_conn, passive_id;
+        uint32_t a_conn, passive_id;
         int link, dfd;
 
         start(3);       /* host 2 has no datd: the test is its datd */
         expect_listen(&a, 115);
-        link = cm_connect_from(2);
-        cm_header(&hello.hdr, CM_HELLO, sizeof(hello));
-        memcpy(hello.host_id, "test-active-datd", sizeof(hello.host_id));
-        cm_write(link, &hello, sizeof(hello));
-        cm_send_conn_msg(link, CM_CONNECT_REQ, our_id, 0, CM_REASON_NONE, 115);
-        cr = expect_request(&a, NULL);
-        cr_assert_eq(cc_accept(&a, cr, NULL, 0, &a_conn), DAT_SUCCESS);
-        cm_read(link, CM_ACCEPT, &accept, sizeof(accept));
+        link = fake_link();
+        fake_request_accepted(link, our_id, 115, &accept, &a_conn);
         passive_id = ntohl(accept.src_conn_id);
-        cr_assert_eq(ntohl(accept.dst_conn_id), our_id);
         cm_send_conn_msg(link, CM_READY, our_id, passive_id, CM_REASON_NONE, 0);
         cm_send_conn_msg(link, CM_DISCONNECT, our_id, passive_id, CM_REASON_DISCONNECTED, 0);
         /* Nothing yet: the passive end waits for its data connection. */
         cr_expect_eq(cc_no_event(&a, DATP_EV_CONN, 300), 0, "an EV_CONN before the data connection");
-        dfd = cm_connect_from(2);
-        cm_header(&data.hdr, CM_DATA, sizeof(data));
-        data.dst_conn_id = htonl(passive_id);
-        memcpy(data.token, accept.token, sizeof(data.token));
-        cm_write(dfd, &data, sizeof(data));
+        dfd = fake_data_connection(our_id, &accept);
         expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
         expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
         close(dfd);
