@@ -731,7 +731,18 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
                 return DAT_SUCCESS;
         /* Abrupt, or nothing outstanding: what is left flushes now. */
         dto_ep_stop(ep);
-        if (conn_id)
+        if (s == DAT_EP_STATE_CONNECTED || s == DAT_EP_STATE_DISCONNECT_PENDING)
+                /* The data path ran, and its stop told the peer (BYE):
+                 * datd's answer would add nothing but a round trip.  The
+                 * DISCONNECTED datd sends back is dropped (the EP is
+                 * Disconnected, reset or freed by then). */
+                send_disconnect_nowait(ep, conn_id, graceful);
+        else if (conn_id)
+                /* Still pending: datd may have sent ESTABLISHED and the data
+                 * channel already.  Its answer comes after them, so they are
+                 * dispatched first and the data path they start ends in
+                 * order when datd's DISCONNECTED stops it (the peer sees a
+                 * BYE, not its channel closed under it: BROKEN). */
                 (void)send_disconnect(ep, conn_id, graceful);
 
         dat_object_lock();
@@ -743,8 +754,7 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
         }
         dat_object_unlock();
         if (done) {
-                /* After a DISCONNECT datd has the state already: it sent
-                 * the connection's DISCONNECTED. */
+                /* A DISCONNECT gives datd the state itself. */
                 if (!conn_id)
                         ep_mirror_nowait(ep);
                 post_conn_event(evd_handle, DAT_CONNECTION_EVENT_DISCONNECTED, ep, 0, false);
