@@ -536,10 +536,11 @@ static void ep_follows(Conn *c, DAT_EP_STATE state, bool starts)
         o->desc.state = (uint32_t) state;
 }
 
-static void send_ev_conn(Conn *c, uint32_t event, const uint8_t *pd, uint32_t pd_len, const char *why)
+/* What every connection event of end c does at datd, sent or not: the
+ * counters, the log line, the EP's state as datd keeps it. */
+static void account_ev_conn(Conn *c, uint32_t event, const char *why)
 {
         ConnTable *t = c->table;
-        struct datp_ev_conn ev = {};
         int level = event == DAT_CONNECTION_EVENT_ESTABLISHED ||
                     event == DAT_CONNECTION_EVENT_DISCONNECTED ? LOG_DEBUG : LOG_INFO;
 
@@ -556,6 +557,13 @@ static void send_ev_conn(Conn *c, uint32_t event, const uint8_t *pd, uint32_t pd
         conn_log(level, c, "%s: %s.", event_name(event), why);
         ep_follows(c, event == DAT_CONNECTION_EVENT_ESTABLISHED ? DAT_EP_STATE_CONNECTED
                                                                 : DAT_EP_STATE_DISCONNECTED, false);
+}
+
+static void send_ev_conn(Conn *c, uint32_t event, const uint8_t *pd, uint32_t pd_len, const char *why)
+{
+        struct datp_ev_conn ev = {};
+
+        account_ev_conn(c, event, why);
         datp_header_init(&ev.hdr, DATP_EV_CONN, c->instance->client->version, sizeof(ev), 0);
         ev.ia_id = c->instance->id;
         ev.conn_id = c->id;
@@ -1925,15 +1933,18 @@ int conn_handle_disconnect(Client *c, const struct datp_disconnect *req)
          * abrupt; a pending request is withdrawn. */
         p = x->peer;
         conn_log(LOG_DEBUG, x, "%s disconnect.",
-                 req->flags == DATP_CLOSE_GRACEFUL ? "graceful" : "abrupt");
+                 (req->flags & ~DATP_DISCONNECT_NO_EVENT) == DATP_CLOSE_GRACEFUL ? "graceful" : "abrupt");
+        /* The process ended its end itself: the event would only be dropped. */
+        if (req->flags & DATP_DISCONNECT_NO_EVENT)
+                account_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, "disconnected by its process");
+        else
+                send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0, "disconnected by its process");
         if (x->pair) {
                 /* Its tcp channel was being made: the other end was never
                  * ESTABLISHED, and hears of it from conn_free(). */
-                send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0, "disconnected by its process");
                 conn_free(x);
                 return r;
         }
-        send_ev_conn(x, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0, "disconnected by its process");
         if (x->link && !(x->state == CONN_REQUESTED && x->active)) {
                 cm_tell(x->link, CM_DISCONNECT, x->id, x->remote_id, CM_REASON_DISCONNECTED,
                         c->peer.pid, NULL, 0);

@@ -400,6 +400,10 @@ static DAT_RETURN send_disconnect(struct ep *ep, uint32_t conn_id, bool graceful
         return dat_err_normalize(reply.disconnect_reply.status.dat_status);
 }
 
+/* Tells datd to end the connection, without waiting for its answer.  Every
+ * caller ends the EP here (Disconnected, its event posted), so datd is
+ * asked for no event back (protocol version 2): it would only be read,
+ * dispatched and dropped. */
 static void send_disconnect_nowait(struct ep *ep, uint32_t conn_id, bool graceful)
 {
         struct datp_disconnect req = { .hdr = { .type = DATP_DISCONNECT, .length = sizeof(req) } };
@@ -410,6 +414,8 @@ static void send_disconnect_nowait(struct ep *ep, uint32_t conn_id, bool gracefu
         req.ia_id = ia->ia_id;
         req.conn_id = conn_id;
         req.flags = graceful ? DATP_CLOSE_GRACEFUL : DATP_CLOSE_ABRUPT;
+        if (ia->conn.version >= 2)
+                req.flags |= DATP_DISCONNECT_NO_EVENT;
         if (datd_conn_send(&ia->conn, &req.hdr) != DAT_SUCCESS)
                 dat_trace("DISCONNECT of connection %u could not be sent", conn_id);
 }
@@ -733,9 +739,7 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
         dto_ep_stop(ep);
         if (s == DAT_EP_STATE_CONNECTED || s == DAT_EP_STATE_DISCONNECT_PENDING)
                 /* The data path ran, and its stop told the peer (BYE):
-                 * datd's answer would add nothing but a round trip.  The
-                 * DISCONNECTED datd sends back is dropped (the EP is
-                 * Disconnected, reset or freed by then). */
+                 * datd's answer would add nothing but a round trip. */
                 send_disconnect_nowait(ep, conn_id, graceful);
         else if (conn_id)
                 /* Still pending: datd may have sent ESTABLISHED and the data

@@ -19,7 +19,7 @@
 
 /* Protocol versions this build speaks.  HELLO negotiates one of them. */
 #define DATP_VERSION_MIN 1
-#define DATP_VERSION_MAX 1
+#define DATP_VERSION_MAX 2
 
 /* Largest packet either side sends or accepts.  datp_recv() reads with
  * MSG_TRUNC, so a bigger packet is reported with its real length. */
@@ -400,11 +400,17 @@ struct datp_cr_handoff_reply {
         struct datp_status status;
 };
 
+/* DISCONNECT's flags beside the close flag, from version 2: the client has
+ * ended its end itself (its EP is Disconnected and has its event), so datd
+ * sends that end no EV_CONN DISCONNECTED.  The other end hears as always. */
+#define DATP_DISCONNECT_NO_EVENT 0x2u
+
 struct datp_disconnect {
         struct datp_header hdr;
         uint32_t ia_id;
         uint32_t conn_id;
-        uint32_t flags;                /* DATP_CLOSE_ABRUPT / DATP_CLOSE_GRACEFUL */
+        uint32_t flags;                /* DATP_CLOSE_ABRUPT / DATP_CLOSE_GRACEFUL,
+                                          | DATP_DISCONNECT_NO_EVENT (version 2) */
         uint32_t reserved;
 };
 

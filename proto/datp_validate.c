@@ -557,9 +557,12 @@ static int check_cr_reject(const union datp_message *m, const char **reason)
 static int check_disconnect(const union datp_message *m, const char **reason)
 {
         const struct datp_disconnect *d = &m->disconnect;
+        uint32_t close = d->flags & ~DATP_DISCONNECT_NO_EVENT;
 
-        if (d->flags != DATP_CLOSE_ABRUPT && d->flags != DATP_CLOSE_GRACEFUL)
+        if (close != DATP_CLOSE_ABRUPT && close != DATP_CLOSE_GRACEFUL)
                 return refuse(reason, DATP_E_FIELD, "DISCONNECT: flags neither abrupt nor graceful");
+        if ((d->flags & DATP_DISCONNECT_NO_EVENT) && d->hdr.version < 2)
+                return refuse(reason, DATP_E_FIELD, "DISCONNECT: NO_EVENT is version 2's");
         if (d->reserved != 0)
                 return refuse(reason, DATP_E_FIELD, "DISCONNECT: reserved not zero");
         return DATP_OK;

@@ -91,7 +91,7 @@ static int receive(struct cc *c, struct cc_event *e, long deadline)
         e->seq = ++c->seq;
         if (e->nfds > DATP_CHANNEL_MAX_FDS)
                 e->nfds = DATP_CHANNEL_MAX_FDS;     /* the rest were closed by datp_recv() */
-        if (datp_validate(&e->msg, (size_t) n, e->nfds, DATP_TO_CLIENT, 1, NULL) < 0) {
+        if (datp_validate(&e->msg, (size_t) n, e->nfds, DATP_TO_CLIENT, RAW_VERSION, NULL) < 0) {
                 close_event_fds(e);
                 return -EBADMSG;
         }
@@ -230,7 +230,7 @@ static long call_status(struct cc *c, struct datp_header *req, uint16_t type, si
 {
         int r;
 
-        datp_header_init(req, type, 1, req_size, 0);
+        datp_header_init(req, type, RAW_VERSION, req_size, 0);
         r = cc_call(c, req, reply, reply_size);
         return r < 0 ? r : (long) reply->connect_reply.status.dat_status;
 }

@@ -137,21 +137,21 @@ void raw_hello_init(struct datp_hello *h, uint16_t min_version, uint16_t max_ver
 void raw_ia_open_init(struct datp_ia_open *o, const char *name)
 {
         memset(o, 0, sizeof(*o));
-        datp_header_init(&o->hdr, DATP_IA_OPEN, 1, sizeof(*o), next_request_id++);
+        datp_header_init(&o->hdr, DATP_IA_OPEN, RAW_VERSION, sizeof(*o), next_request_id++);
         datp_set_string(o->ia_name, sizeof(o->ia_name), name);
 }
 
 void raw_ia_query_init(struct datp_ia_query *q, uint32_t ia_id)
 {
         memset(q, 0, sizeof(*q));
-        datp_header_init(&q->hdr, DATP_IA_QUERY, 1, sizeof(*q), next_request_id++);
+        datp_header_init(&q->hdr, DATP_IA_QUERY, RAW_VERSION, sizeof(*q), next_request_id++);
         q->ia_id = ia_id;
 }
 
 void raw_ia_close_init(struct datp_ia_close *c, uint32_t ia_id, uint32_t flags)
 {
         memset(c, 0, sizeof(*c));
-        datp_header_init(&c->hdr, DATP_IA_CLOSE, 1, sizeof(*c), next_request_id++);
+        datp_header_init(&c->hdr, DATP_IA_CLOSE, RAW_VERSION, sizeof(*c), next_request_id++);
         c->ia_id = ia_id;
         c->flags = flags;
 }
@@ -165,7 +165,7 @@ static int raw_call(int fd, const struct datp_header *req, void *reply, size_t s
         r = raw_send(fd, req, req->length);
         if (r < 0)
                 return r;
-        r = receive_valid(fd, &msg, req->type == DATP_HELLO ? 0 : 1);
+        r = receive_valid(fd, &msg, req->type == DATP_HELLO ? 0 : RAW_VERSION);
         if (r < 0)
                 return r;
         if (msg.hdr.type == DATP_ERROR)
@@ -215,7 +215,7 @@ int raw_obj_create(int fd, uint32_t ia_id, const struct datp_obj_desc *desc,
 {
         struct datp_obj_create o = { .ia_id = ia_id, .desc = *desc };
 
-        datp_header_init(&o.hdr, DATP_OBJ_CREATE, 1, sizeof(o), next_request_id++);
+        datp_header_init(&o.hdr, DATP_OBJ_CREATE, RAW_VERSION, sizeof(o), next_request_id++);
         return raw_call(fd, &o.hdr, reply, sizeof(*reply));
 }
 
@@ -224,7 +224,7 @@ int raw_obj_update(int fd, uint32_t ia_id, uint32_t obj_id, const struct datp_ob
 {
         struct datp_obj_update u = { .ia_id = ia_id, .obj_id = obj_id, .desc = *desc };
 
-        datp_header_init(&u.hdr, DATP_OBJ_UPDATE, 1, sizeof(u), next_request_id++);
+        datp_header_init(&u.hdr, DATP_OBJ_UPDATE, RAW_VERSION, sizeof(u), next_request_id++);
         return raw_call(fd, &u.hdr, reply, sizeof(*reply));
 }
 
@@ -238,7 +238,7 @@ int raw_obj_destroy_named(int fd, uint32_t ia_id, uint32_t obj_id, uint64_t ep_h
 {
         struct datp_obj_destroy d = { .ia_id = ia_id, .obj_id = obj_id, .ep_handle = ep_handle };
 
-        datp_header_init(&d.hdr, DATP_OBJ_DESTROY, 1, sizeof(d), next_request_id++);
+        datp_header_init(&d.hdr, DATP_OBJ_DESTROY, RAW_VERSION, sizeof(d), next_request_id++);
         return raw_call(fd, &d.hdr, reply, sizeof(*reply));
 }
 

@@ -13,6 +13,10 @@
 
 #define RAW_TIMEOUT_MS 5000
 
+/* The version raw_connect_hello negotiates with a datd of this build: what
+ * every later message must carry. */
+#define RAW_VERSION DATP_VERSION_MAX
+
 int raw_connect(const char *socket_path);
 
 /* Sends len bytes of buf as one packet, optionally with one descriptor. */

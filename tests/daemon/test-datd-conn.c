@@ -406,6 +406,23 @@ Test(datd_conn, disconnect_by_the_passive_side_reaches_both)
         stop();
 }
 
+/* DATP_DISCONNECT_NO_EVENT: the end that asked has ended itself, and hears
+ * nothing more of the connection; the other end is told as always, and
+ * the connection is gone at datd. */
+Test(datd_conn, a_disconnect_without_event_tells_only_the_other_end)
+{
+        uint32_t a_conn, b_conn;
+
+        start("");
+        establish(4703, &a_conn, &b_conn);
+        cr_assert_eq(cc_disconnect(&b, b_conn, DATP_CLOSE_GRACEFUL | DATP_DISCONNECT_NO_EVENT),
+                     DAT_SUCCESS);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        cr_expect_eq(cc_no_event(&b, DATP_EV_CONN, 200), 0, "an EV_CONN for the end that asked");
+        cr_expect_eq(DAT_ERR_TYPE(cc_disconnect(&b, b_conn, DATP_CLOSE_ABRUPT)), DAT_INVALID_HANDLE);
+        stop();
+}
+
 /* A pending connect that is disconnected is withdrawn. */
 Test(datd_conn, disconnect_of_a_pending_connect_withdraws_it)
 {
@@ -642,7 +659,7 @@ static uint32_t register_ep(struct cc *c, uint64_t handle)
         union datp_message reply;
 
         raw_obj_desc(&req.desc, DATP_OBJ_EP, handle, 0);
-        datp_header_init(&req.hdr, DATP_OBJ_CREATE, 1, sizeof(req), 0);
+        datp_header_init(&req.hdr, DATP_OBJ_CREATE, RAW_VERSION, sizeof(req), 0);
         cr_assert_eq(cc_call(c, &req.hdr, &reply, sizeof(reply.obj_create_reply)), 0);
         cr_assert_eq(reply.obj_create_reply.status.dat_status, DAT_SUCCESS);
         return reply.obj_create_reply.obj_id;
@@ -653,7 +670,7 @@ static void unregister(struct cc *c, uint32_t obj_id)
         struct datp_obj_destroy req = { .ia_id = c->ia_id, .obj_id = obj_id };
         union datp_message reply;
 
-        datp_header_init(&req.hdr, DATP_OBJ_DESTROY, 1, sizeof(req), 0);
+        datp_header_init(&req.hdr, DATP_OBJ_DESTROY, RAW_VERSION, sizeof(req), 0);
         cr_assert_eq(cc_call(c, &req.hdr, &reply, sizeof(reply.obj_destroy_reply)), 0);
 }
 

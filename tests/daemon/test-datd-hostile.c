@@ -226,7 +226,7 @@ Test(datd_hostile, a_reply_sent_to_datd_is_refused)
         int fd;
 
         fd = start_connect(NULL);
-        datp_header_init(&r.hdr, DATP_IA_CLOSE | DATP_REPLY, 1, sizeof(r), 77);
+        datp_header_init(&r.hdr, DATP_IA_CLOSE | DATP_REPLY, RAW_VERSION, sizeof(r), 77);
         send_expect_error(fd, &r, sizeof(r), DATP_E_DIRECTION, false, NULL);
         close(fd);
         stop();
@@ -256,7 +256,7 @@ Test(datd_hostile, a_wrong_version_after_hello_is_fatal)
 
         fd = start_connect(NULL);
         raw_ia_query_init(&q, 1);
-        q.hdr.version = 2;
+        q.hdr.version = RAW_VERSION == 1 ? 2 : RAW_VERSION - 1;
         send_expect_error(fd, &q, sizeof(q), DATP_E_VERSION, true, NULL);
         close(fd);
         expect_datd_serves();
@@ -321,7 +321,7 @@ Test(datd_hostile, random_packets_never_hurt_datd)
                 for (size_t k = 0; k < len; k++)
                         msg.bytes[k] = (unsigned char) rand_r(&seed);
                 if (len >= sizeof(msg.hdr) && i % 2 == 0)
-                        datp_header_init(&msg.hdr, (uint16_t) (1 + rand_r(&seed) % 5), 1,
+                        datp_header_init(&msg.hdr, (uint16_t) (1 + rand_r(&seed) % 5), RAW_VERSION,
                                          (uint32_t) len, (uint32_t) i);
                 if (raw_send(fd, &msg, len) < 0 || raw_recv(fd, &msg, RAW_TIMEOUT_MS) <= 0) {
                         close(fd);

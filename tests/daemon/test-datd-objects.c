@@ -369,7 +369,7 @@ Test(datd_objects, a_request_with_request_id_0_is_carried_out_and_not_answered)
         u.obj_id = id;
         raw_obj_desc(&u.desc, DATP_OBJ_EP, 0x42, 0);
         u.desc.state = DAT_EP_STATE_CONNECTED;
-        datp_header_init(&u.hdr, DATP_OBJ_UPDATE, 1, sizeof(u), 0);
+        datp_header_init(&u.hdr, DATP_OBJ_UPDATE, RAW_VERSION, sizeof(u), 0);
         cr_assert_eq(raw_send(fd, &u, sizeof(u)), 0);
         raw_ia_query_init(&q, ia);
         cr_assert_eq(raw_send(fd, &q, sizeof(q)), 0);
@@ -920,7 +920,7 @@ Test(datd_objects, an_invalid_description_is_refused_and_registers_nothing)
 
         ia = start_open("");
         /* An EP with a length: datp_validate() refuses it before datd looks. */
-        datp_header_init(&req.hdr, DATP_OBJ_CREATE, 1, sizeof(req), 77);
+        datp_header_init(&req.hdr, DATP_OBJ_CREATE, RAW_VERSION, sizeof(req), 77);
         req.ia_id = ia;
         raw_obj_desc(&req.desc, DATP_OBJ_EP, 0x1, 0);
         req.desc.length = 4096;

@@ -85,8 +85,11 @@ static void expect_dat_error(uint32_t status, uint32_t type)
 
 /* ---- HELLO ----------------------------------------------------------------- */
 
+/* datd answers the highest version both speak. */
 static void expect_hello_reply(int fd, const struct datp_hello *h)
 {
+        uint16_t version = h->max_version < DATP_VERSION_MAX ? h->max_version : DATP_VERSION_MAX;
+
         union datp_message msg;
         ssize_t n = raw_recv(fd, &msg, RAW_TIMEOUT_MS);
 
@@ -95,7 +98,8 @@ static void expect_hello_reply(int fd, const struct datp_hello *h)
         cr_expect_eq(msg.hdr.type, DATP_HELLO | DATP_REPLY);
         cr_expect_eq(msg.hdr.request_id, h->hdr.request_id);
         cr_expect_eq(msg.hello_reply.status.dat_status, DAT_SUCCESS);
-        cr_expect_eq(msg.hello_reply.version, 1);
+        cr_expect_eq(msg.hello_reply.version, version);
+        cr_expect_eq(msg.hdr.version, version);
         cr_expect_eq(msg.hello_reply.max_message, DATP_MAX_MESSAGE);
         cr_expect_str_eq(msg.hello_reply.daemon_version, PACKAGE_VERSION);
 }
@@ -107,6 +111,20 @@ Test(datd_protocol, hello_negotiates_version_1)
 
         fd = start_before_hello(NULL);
         send_hello(fd, &h, 1, 1);
+        expect_hello_reply(fd, &h);
+        close(fd);
+        stop();
+}
+
+/* Version 2 (DISCONNECT's NO_EVENT) is this build's highest. */
+Test(datd_protocol, hello_negotiates_version_2)
+{
+        struct datp_hello h;
+        int fd;
+
+        cr_assert_eq(DATP_VERSION_MAX, 2);
+        fd = start_before_hello(NULL);
+        send_hello(fd, &h, 1, 2);
         expect_hello_reply(fd, &h);
         close(fd);
         stop();
@@ -169,7 +187,8 @@ Test(datd_protocol, a_second_hello_is_refused_but_not_fatal)
         int fd;
 
         fd = start_connect(NULL);
-        send_hello(fd, &h, 1, 1);
+        /* In the negotiated version: another one would be DATP_E_VERSION. */
+        send_hello(fd, &h, 1, RAW_VERSION);
         cr_assert_eq(raw_expect_error(fd, &e), 0);
         cr_expect_eq(e.code, DATP_E_STATE);
         cr_expect_eq(e.fatal, 0);

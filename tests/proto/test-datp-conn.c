@@ -295,11 +295,24 @@ Test(datp_conn, disconnect_flags_are_abrupt_or_graceful)
         start(DATP_DISCONNECT);
         m.disconnect.flags = DATP_CLOSE_ABRUPT;
         expect(DATP_OK);
-        m.disconnect.flags = 2;
+        m.disconnect.flags = 4;
         expect(-DATP_E_FIELD);
         m.disconnect.flags = DATP_CLOSE_GRACEFUL;
         m.disconnect.reserved = 1;
         expect(-DATP_E_FIELD);
+}
+
+/* DATP_DISCONNECT_NO_EVENT: version 2's, with either close flag. */
+Test(datp_conn, disconnect_no_event_is_version_2s)
+{
+        start(DATP_DISCONNECT);
+        m.disconnect.flags = DATP_CLOSE_ABRUPT | DATP_DISCONNECT_NO_EVENT;
+        expect(-DATP_E_FIELD);
+        expect_in_version(2, DATP_OK);
+        m.disconnect.flags = DATP_CLOSE_GRACEFUL | DATP_DISCONNECT_NO_EVENT;
+        expect_in_version(2, DATP_OK);
+        m.disconnect.flags = 2 | 4;
+        expect_in_version(2, -DATP_E_FIELD);
 }
 
 Test(datp_conn, events_have_request_id_zero)

@@ -192,7 +192,8 @@ Test(datp_validate, hello_after_negotiation_is_refused_as_state)
         union datp_message m;
         const struct datp_sample *s = datp_sample_build_type(DATP_HELLO, &m);
 
-        cr_expect_eq(datp_validate(&m, m.hdr.length, 0, s->dir, DATP_VERSION_MIN, NULL),
+        /* In the version it carries: any other would be DATP_E_VERSION. */
+        cr_expect_eq(datp_validate(&m, m.hdr.length, 0, s->dir, m.hdr.version, NULL),
                      -DATP_E_STATE);
 }
 
@@ -201,7 +202,8 @@ Test(datp_validate, hello_reply_after_negotiation_is_refused_as_state)
         union datp_message m;
         const struct datp_sample *s = datp_sample_build_type(DATP_HELLO | DATP_REPLY, &m);
 
-        cr_expect_eq(datp_validate(&m, m.hdr.length, 0, s->dir, DATP_VERSION_MIN, NULL),
+        /* In the version it carries: any other would be DATP_E_VERSION. */
+        cr_expect_eq(datp_validate(&m, m.hdr.length, 0, s->dir, m.hdr.version, NULL),
                      -DATP_E_STATE);
 }
 
