@@ -64,10 +64,11 @@ DAT_RETURN listener_free(DAT_HANDLE handle, DAT_HANDLE_TYPE type);
 /* The listener datd calls listener_id on ia, under dat_object_lock. */
 struct listener *listener_find_locked(struct ia *ia, uint32_t listener_id);
 
-/* cr.c: EV_CONN_REQUEST, on the progress thread. */
+/* cr.c: EV_CONN_REQUEST, by the socket's reader (datd_conn.h): the
+ * progress thread, or a waiter that took the socket over. */
 void cr_dispatch(struct ia *ia, const struct datp_ev_conn_request *ev);
 
-/* conn.c: EV_CONN, on the progress thread. */
+/* conn.c: EV_CONN, by the socket's reader, as EV_CONN_REQUEST. */
 void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev);
 
 /* conn.c: datd went away (progress thread): every EP of ia with a

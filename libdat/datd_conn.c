@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -423,6 +424,44 @@ void datd_conn_reader_thread(void)
         reader_thread = true;
 }
 
+/* An application thread's reader_thread while it held the socket. */
+static __thread bool was_reader_thread;
+
+bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd)
+{
+        if (!start_reading(conn))
+                return false;
+        if (conn->reader_kick_fd < 0) {
+                int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+                if (fd < 0) {
+                        stop_reading(conn);
+                        return false;
+                }
+                __atomic_store_n(&conn->reader_kick_fd, fd, __ATOMIC_RELEASE);
+        }
+        *kick_fd = conn->reader_kick_fd;
+        /* It delivers replies now: a datd_conn_send_later inside what it
+         * dispatches (a CNO's agent) must not wait for one. */
+        was_reader_thread = reader_thread;
+        reader_thread = true;
+        return true;
+}
+
+void datd_conn_give_back(struct datd_conn *conn)
+{
+        reader_thread = was_reader_thread;
+        stop_reading(conn);
+}
+
+void datd_conn_kick_reader(struct datd_conn *conn)
+{
+        int fd = __atomic_load_n(&conn->reader_kick_fd, __ATOMIC_ACQUIRE);
+
+        if (fd >= 0)
+                (void)eventfd_write(fd, 1);
+}
+
 /* Until fewer than DATD_LATER_MAX replies are due, datd went away, or a
  * round trip's time passed; under wait_lock (datd_conn_deliver wakes). */
 static void await_later_room_locked(struct datd_conn *conn)
@@ -594,6 +633,7 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX])
         pthread_mutex_init(&conn->wait_lock, NULL);
         pthread_mutex_init(&conn->read_lock, NULL);
         conn->watch_epfd = -1;
+        conn->reader_kick_fd = -1;
         conn->spin_score = SPIN_SCORE_MAX;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -634,6 +674,9 @@ void datd_conn_close(struct datd_conn *conn)
         if (conn->fd >= 0)
                 close(conn->fd);
         conn->fd = -1;
+        if (conn->reader_kick_fd >= 0)
+                close(conn->reader_kick_fd);
+        conn->reader_kick_fd = -1;
         /* Due replies of objects gone with the IA. */
         free(conn->later);
         conn->later = NULL;

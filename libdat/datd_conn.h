@@ -11,8 +11,11 @@
  * other packet (an event, another request's reply), or when the socket is
  * taken, it hands over: the progress thread reads every packet in
  * order and gives the reply to the caller waiting for its request_id
- * (datd_conn_deliver).  Events are therefore never dispatched by an
- * application's thread, and never after a reply that datd sent later. */
+ * (datd_conn_deliver).  Events are dispatched by whoever holds the socket
+ * and reads them in order: the progress thread, or an application thread
+ * that sleeps until datd sends an event (datd_conn_take_over); never by a
+ * caller waiting for its reply, and never after a reply that datd sent
+ * later. */
 #ifndef DATD_LIBDAT_DATD_CONN_H
 #define DATD_LIBDAT_DATD_CONN_H
 
@@ -45,7 +48,8 @@
 #define DATD_REASON_MAX 256
 
 /* What becomes of the reply to a request sent with datd_conn_send_later:
- * called once, on the progress thread, with DAT_SUCCESS and the reply
+ * called once, by the socket's reader (the progress thread, or a waiter
+ * that took the socket over: never two at once), with DAT_SUCCESS and the reply
  * (its type checked, its own status left to fn), or with the failure and
  * NULL (datd refused the request as malformed, or went away). */
 typedef void datd_later_fn(void *ctx, DAT_RETURN ret, const union datp_message *reply);
@@ -84,6 +88,10 @@ struct datd_conn {
         pthread_mutex_t read_lock;
         int watch_epfd;
         uint64_t watch_key;
+        /* An eventfd that wakes an application thread reading the socket
+         * while it waits for events (datd_conn_take_over); made by the
+         * first one, -1 until then, closed with the connection. */
+        int reader_kick_fd;
         /* Whether a caller spins for its reply before it sleeps
          * (datd_conn.c, score_spin); under lock. */
         unsigned spin_score;
@@ -139,6 +147,21 @@ void datd_conn_set_threaded(struct datd_conn *conn, bool threaded);
 /* For a progress thread, at its start: it delivers replies, so it never
  * waits for one in datd_conn_send_later. */
 void datd_conn_reader_thread(void);
+
+/* For an application thread about to sleep until datd sends an event (a
+ * dat_evd_wait on an EVD of connection events): it reads the socket and
+ * dispatches what comes itself, as the progress thread would (in order,
+ * under read_lock), which saves the progress thread's wake-up and the
+ * hand-over of every event.  True when it holds the socket: the progress
+ * thread no longer watches it until datd_conn_give_back, and *kick_fd is
+ * the eventfd that datd_conn_kick_reader makes readable.  False when the
+ * progress thread is reading, does not run, or no eventfd can be made. */
+bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd);
+void datd_conn_give_back(struct datd_conn *conn);
+
+/* Wakes the thread that took the socket over (a thread posted to the EVD
+ * it waits on); a stale kick costs the next one a look. */
+void datd_conn_kick_reader(struct datd_conn *conn);
 
 /* For the progress thread: it watches the socket in epfd under key (-1:
  * it stopped watching).  Callers turn the watch off while they read their

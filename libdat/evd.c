@@ -85,24 +85,45 @@ void evd_set_cno_locked(struct evd *evd, struct cno *cno)
                 cno_release_waiters(old);
 }
 
-bool evd_kick_waiter_locked(struct evd *evd)
+unsigned evd_kick_waiter_locked(struct evd *evd)
 {
         __atomic_store_n(&evd->wake_seq, evd->wake_seq + 1, __ATOMIC_RELEASE);
-        return evd->waiter_sleeps;
+        if (!evd->waiter_sleeps)
+                return 0;
+        return EVD_WAKE_SLEEPER | (evd->waiter_reads ? EVD_WAKE_READER : 0);
+}
+
+/* The EVD a thread waits on while it reads datd's socket itself: it sees
+ * what it posts there without a kick. */
+static __thread struct evd *reading_for;
+
+void evd_wake(struct evd *evd, unsigned how)
+{
+        if (how & EVD_WAKE_READER) {
+                if (evd != reading_for)
+                        datd_conn_kick_reader(&dat_container_of(evd->obj.parent, struct ia, obj)->conn);
+        } else if (how & EVD_WAKE_SLEEPER) {
+                dat_word_wake_all(&evd->wake_seq);
+        }
+}
+
+void evd_reading_for(struct evd *evd)
+{
+        reading_for = evd;
 }
 
 /* Marks the EVD dying, sends its waiter away with DAT_ABORT and waits
  * until it has left, so that the memory can go. */
 static void evd_send_waiter_away(struct evd *evd)
 {
-        bool wake, waiting;
+        unsigned wake;
+        bool waiting;
 
         pthread_spin_lock(&evd->lock);
         evd->dying = true;
         wake = evd_kick_waiter_locked(evd);
         pthread_spin_unlock(&evd->lock);
-        if (wake)
-                dat_word_wake_all(&evd->wake_seq);
+        evd_wake(evd, wake);
         for (;;) {
                 pthread_spin_lock(&evd->lock);
                 waiting = evd->waiter;
@@ -386,7 +407,7 @@ enum evd_switch {
 static DAT_RETURN evd_set_switch(DAT_EVD_HANDLE evd_handle, enum evd_switch which, bool on)
 {
         struct evd *evd = evd_lookup(evd_handle);
-        bool wake = false;
+        unsigned wake = 0;
 
         if (!evd)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
@@ -399,8 +420,7 @@ static DAT_RETURN evd_set_switch(DAT_EVD_HANDLE evd_handle, enum evd_switch whic
                         wake = evd_kick_waiter_locked(evd);
         }
         pthread_spin_unlock(&evd->lock);
-        if (wake)
-                dat_word_wake_all(&evd->wake_seq);
+        evd_wake(evd, wake);
         return DAT_SUCCESS;
 }
 

@@ -49,6 +49,7 @@ struct evd {
         bool waiter;
         uint32_t wait_threshold;        /* events that satisfy it */
         bool waiter_sleeps;             /* it may be in the futex: producers must wake it */
+        bool waiter_reads;              /* it reads datd's socket instead: its kick wakes it */
         uint32_t wake_seq;              /* the futex word; changes on anything a waiter watches */
         uint32_t notified;              /* notification events queued so far (wraps) */
         uint32_t wait_notified;         /* ... when the waiter started waiting */
@@ -151,9 +152,18 @@ DAT_RETURN evd_ring_resize(struct evd *evd, DAT_COUNT qlen);
  * under dat_object_lock(); the CNO's users count the EVDs feeding it. */
 void evd_set_cno_locked(struct evd *evd, struct cno *cno);
 
-/* Bumps the futex word and wakes a sleeping waiter: for state changes a
- * waiter must see (unwaitable, dying).  Under evd->lock; returns whether
- * the caller must call dat_word_wake_all after unlocking. */
-bool evd_kick_waiter_locked(struct evd *evd);
+/* Bumps the futex word: for anything a waiter must see (its events, the
+ * EVD unwaitable or dying).  Under evd->lock; returns how the waiter must
+ * be woken after unlocking (evd_wake): 0 when it does not sleep. */
+#define EVD_WAKE_SLEEPER 1u             /* it may sleep on the futex word */
+#define EVD_WAKE_READER 2u              /* it reads datd's socket (datd_conn_take_over) */
+unsigned evd_kick_waiter_locked(struct evd *evd);
+
+/* Wakes the waiter as evd_kick_waiter_locked said, after unlocking. */
+void evd_wake(struct evd *evd, unsigned how);
+
+/* The EVD the calling thread waits on while it reads datd's socket, or
+ * NULL: what it posts there itself needs no kick. */
+void evd_reading_for(struct evd *evd);
 
 #endif

@@ -28,15 +28,20 @@
 #include "libdat/evd.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "libdat/cno.h"
+#include "libdat/datd_conn.h"
 #include "libdat/dto.h"
 #include "libdat/evd_wait.h"
 #include "libdat/ia.h"
+#include "libdat/progress.h"
 
 struct evd *evd_alloc(DAT_COUNT qlen, DAT_EVD_FLAGS flags)
 {
@@ -114,7 +119,7 @@ static DAT_RETURN ring_push(struct evd *evd, const DAT_EVENT *event, bool notify
 {
         DAT_EVENT *slot;
         uint32_t tail;
-        bool wake = false;
+        unsigned wake = 0;
 
         pthread_spin_lock(&evd->lock);
         if (_unlikely_(evd->dying)) {
@@ -149,8 +154,7 @@ static DAT_RETURN ring_push(struct evd *evd, const DAT_EVENT *event, bool notify
                 }
         }
         pthread_spin_unlock(&evd->lock);
-        if (wake)
-                dat_word_wake_all(&evd->wake_seq);
+        evd_wake(evd, wake);
         return DAT_SUCCESS;
 }
 
@@ -447,6 +451,97 @@ static void spin_polling(struct evd *evd, uint32_t seen, const struct dat_deadli
         }
 }
 
+/* Whether a waiter on evd may read datd's socket itself instead of being
+ * woken by the progress thread: only datd's connection events feed it
+ * (and software events, which wake it as any poster does). */
+static bool fed_by_datd(const struct evd *evd)
+{
+        return !fed_by_data_paths(evd) && !(evd->flags & DAT_EVD_ASYNC_FLAG) &&
+               (evd->flags & (DAT_EVD_CR_FLAG | DAT_EVD_CONNECTION_FLAG));
+}
+
+/* The time left until the deadline; false when it has passed. */
+static bool time_left(const struct dat_deadline *d, struct timespec *left)
+{
+        struct timespec now;
+        uint64_t at, t;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        at = timespec_ns(&d->at);
+        t = timespec_ns(&now);
+        if (t >= at)
+                return false;
+        left->tv_sec = (time_t)((at - t) / 1000000000u);
+        left->tv_nsec = (long)((at - t) % 1000000000u);
+        return true;
+}
+
+/* Sleeps like dat_word_sleep, but as the reader of datd's socket when it
+ * can take it over (datd_conn_take_over): the events datd sends are read
+ * and dispatched here, without the progress thread's wake-up and hand-over
+ * (a connection costs a few of those on each side).  Any other poster to
+ * the EVD kicks the reader's eventfd (evd_wake).  Returns as
+ * dat_word_sleep does. */
+static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline)
+{
+        struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
+        int kick_fd, r = 0, cancel;
+        bool over = false;
+
+        if (!fed_by_datd(evd))
+                return dat_word_sleep(&evd->wake_seq, seen, deadline);
+        /* ppoll is a cancellation point: a thread cancelled there would
+         * keep the socket from the progress thread for good. */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+        if (!datd_conn_take_over(&ia->conn, &kick_fd)) {
+                pthread_setcancelstate(cancel, NULL);
+                return dat_word_sleep(&evd->wake_seq, seen, deadline);
+        }
+        pthread_spin_lock(&evd->lock);
+        evd->waiter_reads = true;
+        pthread_spin_unlock(&evd->lock);
+        evd_reading_for(evd);
+        while (__atomic_load_n(&evd->wake_seq, __ATOMIC_ACQUIRE) == seen) {
+                struct pollfd fds[2] = { { .fd = ia->conn.fd, .events = POLLIN },
+                                         { .fd = kick_fd, .events = POLLIN } };
+                struct timespec left;
+                int n;
+
+                if (!deadline->infinite && !time_left(deadline, &left)) {
+                        r = ETIMEDOUT;
+                        break;
+                }
+                n = ppoll(fds, 2, deadline->infinite ? NULL : &left, NULL);
+                if (n < 0) {
+                        r = errno == EINTR ? EINTR : 0;
+                        break;
+                }
+                if (fds[1].revents & POLLIN) {
+                        eventfd_t v;
+
+                        (void)eventfd_read(kick_fd, &v);
+                }
+                if (fds[0].revents && !progress_read(ia)) {
+                        /* The end of the connection, or garbage: the
+                         * progress thread finds it once it watches again
+                         * (the shutdown keeps it for it to read), and
+                         * breaks the connections, which wakes us. */
+                        (void)shutdown(ia->conn.fd, SHUT_RDWR);
+                        over = true;
+                        break;
+                }
+        }
+        evd_reading_for(NULL);
+        pthread_spin_lock(&evd->lock);
+        evd->waiter_reads = false;
+        pthread_spin_unlock(&evd->lock);
+        datd_conn_give_back(&ia->conn);
+        pthread_setcancelstate(cancel, NULL);
+        if (over)
+                return dat_word_sleep(&evd->wake_seq, seen, deadline);
+        return r;
+}
+
 /* The blocking part of dat_evd_wait: evd->waiter is set, seen is the
  * futex word read when it was. */
 static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline,
@@ -466,7 +561,7 @@ static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_
                 evd->waiter_sleeps = true;
                 pthread_spin_unlock(&evd->lock);
                 dto_evd_sleep_prepare(evd);
-                r = dat_word_sleep(&evd->wake_seq, seen, deadline);
+                r = sleep_reading(evd, seen, deadline);
                 pthread_spin_lock(&evd->lock);
                 evd->waiter_sleeps = false;
         }

@@ -108,6 +108,11 @@ static bool read_one_locked(struct progress *p)
         return true;
 }
 
+bool progress_read(struct ia *ia)
+{
+        return read_one_locked(ia->progress);
+}
+
 /* The packet is read and dispatched under the socket's reader lock, so
  * that a caller reading its own reply (datd_conn.h) never returns before
  * an event that datd sent ahead of that reply is dispatched.  A caller

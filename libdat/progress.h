@@ -18,6 +18,12 @@ struct ia;
  * DAT_INSUFFICIENT_RESOURCES if the thread or its eventfd cannot be made. */
 DAT_RETURN progress_start(struct ia *ia);
 
+/* Reads the packets datd sent that are there and dispatches them, as the
+ * thread does; for a thread that took the socket over
+ * (datd_conn_take_over), whose read_lock also guards the buffers used.
+ * False when the connection is over (datd went, or broke the protocol). */
+bool progress_read(struct ia *ia);
+
 /* Stops and joins ia's thread, if it runs; afterwards datd_conn_call reads
  * its replies itself again.  Must not be called from the thread. */
 void progress_stop(struct ia *ia);

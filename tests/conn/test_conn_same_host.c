@@ -16,6 +16,7 @@
 
 #include "libdat/dto_engine.h"
 #include "libdat/ep.h"
+#include "libdat/evd.h"
 #include "libdat/evd_wait.h"
 #include "libdat/ia.h"
 #include "tests/conn/conn_test.h"
@@ -748,4 +749,105 @@ Test(same_host, the_peer_bye_leaves_the_progress_thread_asleep)
                      (unsigned long long)rounds);
         cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
         cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
+}
+
+/* ---- a waiter on connection events reads datd's socket itself ---------- */
+
+struct evd_waiter {
+        DAT_EVD_HANDLE evd;
+        DAT_RETURN ret;
+        DAT_EVENT event;
+};
+
+static void *wait_on_evd(void *arg)
+{
+        struct evd_waiter *w = arg;
+        DAT_COUNT nmore;
+
+        w->ret = dat_evd_wait(w->evd, DAT_TIMEOUT_INFINITE, 1, &w->event, &nmore);
+        return NULL;
+}
+
+/* Joins the waiter, which must have returned within 10 s (else the test
+ * fails, and its process takes the thread along). */
+static void join_waiter(pthread_t t)
+{
+        struct timespec end;
+
+        clock_gettime(CLOCK_REALTIME, &end);
+        end.tv_sec += 10;
+        cr_assert_eq(pthread_timedjoin_np(t, NULL, &end), 0, "the waiter was never woken");
+}
+
+/* Until the thread waiting on evd_handle reads datd's socket (bounded). */
+static void until_the_waiter_reads(DAT_EVD_HANDLE evd_handle)
+{
+        struct evd *evd = evd_lookup(evd_handle);
+        bool reads = false;
+
+        cr_assert_not_null(evd);
+        for (time_t end = time(NULL) + 5; !reads && time(NULL) < end;) {
+                pthread_spin_lock(&evd->lock);
+                reads = evd->waiter_reads;
+                pthread_spin_unlock(&evd->lock);
+                if (!reads)
+                        dat_nap();
+        }
+        cr_assert(reads, "the waiter never took datd's socket over");
+}
+
+/* A thread blocked in dat_evd_wait on an EVD of connection requests reads
+ * and dispatches what datd sends itself: the request reaches it without a
+ * round of the progress thread (which used to read it, post it and wake
+ * the waiter: one wake-up and hand-over more, on each such event). */
+Test(same_host, a_waiter_on_connection_events_reads_them_itself)
+{
+        struct evd_waiter w = { .evd = p.cr_evd };
+        DAT_EP_HANDLE aep = side_ep(&a);
+        DAT_CONN_QUAL q = fresh_qual();
+        struct ia *ia = ia_lookup(p.ia);
+        uint64_t rounds;
+        pthread_t t;
+
+        side_psp(&p, q);
+        cr_assert_not_null(ia);
+        cr_assert_eq(pthread_create(&t, NULL, wait_on_evd, &w), 0);
+        until_the_waiter_reads(p.cr_evd);
+        rounds = __atomic_load_n(&ia->dto.rounds, __ATOMIC_RELAXED);
+        cr_assert_eq(dat_ep_connect(aep, (DAT_IA_ADDRESS_PTR)&p.address, q, DAT_TIMEOUT_INFINITE,
+                                    0, NULL, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+        join_waiter(t);
+        cr_assert_eq(w.ret, DAT_SUCCESS, "dat_evd_wait: 0x%08x", w.ret);
+        cr_expect_eq(w.event.event_number, DAT_CONNECTION_REQUEST_EVENT);
+        rounds = __atomic_load_n(&ia->dto.rounds, __ATOMIC_RELAXED) - rounds;
+        cr_expect_eq(rounds, 0u, "the progress thread made %llu rounds for the request",
+                     (unsigned long long)rounds);
+        cr_assert_eq(dat_cr_reject(w.event.event_data.cr_arrival_event_data.cr_handle, 0, NULL),
+                     DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_PEER_REJECTED);
+        cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
+}
+
+/* Such a waiter is not in the futex: anything else posted to its EVD (a
+ * software event here; a BROKEN the progress thread finds) kicks it out of
+ * its poll of datd's socket. */
+Test(same_host, a_post_wakes_a_waiter_that_reads_datds_socket)
+{
+        struct evd_waiter w = { 0 };
+        DAT_EVENT ev = { .event_number = DAT_SOFTWARE_EVENT };
+        pthread_t t;
+
+        cr_assert_eq(dat_evd_create(p.ia, 8, DAT_HANDLE_NULL,
+                                    DAT_EVD_CONNECTION_FLAG | DAT_EVD_SOFTWARE_FLAG, &w.evd),
+                     DAT_SUCCESS);
+        cr_assert_eq(pthread_create(&t, NULL, wait_on_evd, &w), 0);
+        until_the_waiter_reads(w.evd);
+        ev.event_data.software_event_data.pointer = &w;
+        cr_assert_eq(dat_evd_post_se(w.evd, &ev), DAT_SUCCESS);
+        join_waiter(t);
+        cr_expect_eq(w.ret, DAT_SUCCESS, "dat_evd_wait: 0x%08x", w.ret);
+        cr_expect_eq(w.event.event_number, DAT_SOFTWARE_EVENT);
+        cr_expect_eq(w.event.event_data.software_event_data.pointer, &w);
+        cr_assert_eq(dat_evd_free(w.evd), DAT_SUCCESS);
 }
