@@ -131,9 +131,6 @@ struct Conn {
         bool ready;                     /* passive, another host: READY came */
         bool holds_link;                /*   and its data connection not: the link is
                                            held (cm_link_hold) until it comes */
-        uint32_t gone_reason;           /* passive, another host: the active end went
-                                           (enum cm_reason) after READY, before the
-                                           data connection came; told after ESTABLISHED */
         uint8_t token[CM_TOKEN_SIZE];   /* passive, another host: what DATA must name */
         LIST_FIELDS(Conn, conns);       /* the instance's */
 };
@@ -1216,8 +1213,9 @@ static void tell_peer_gone(Conn *x, uint32_t reason)
                 send_ev_conn(x, DAT_CONNECTION_EVENT_BROKEN, NULL, 0, "the peer process went away");
 }
 
-/* Another host, passive side: READY and the data connection both came
- * (and, if the active end went meanwhile, what it did after). */
+/* Another host, passive side: READY and the data connection both came.
+ * Whatever the active side did after READY (a DISCONNECT of this end too)
+ * waited on the held link, and comes after the ESTABLISHED. */
 static void passive_remote_check(Conn *x)
 {
         int fd;
@@ -1232,16 +1230,9 @@ static void passive_remote_check(Conn *x)
         send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, x->pd, x->pd_len, "accepted");
         x->pd = (free(x->pd), NULL);
         closep(&fd);
-        /* What the link held back comes after the ESTABLISHED. */
         if (x->holds_link) {
                 cm_link_hold(x->link, false);
                 x->holds_link = false;
-        }
-        if (x->gone_reason) {
-                /* Its end is gone at the other datd: nothing to tell it. */
-                conn_drop_link(x);
-                tell_peer_gone(x, x->gone_reason);
-                conn_free(x);
         }
 }
 
@@ -2194,19 +2185,6 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                 x = linked_conn(t, link, msg->dst_conn_id);
                 if (!x || (x->remote_id != 0 && x->remote_id != msg->src_conn_id))
                         return;
-                if (x->accepting && x->ready && x->data_fd < 0 && !x->gone_reason &&
-                    (msg->reason == CM_REASON_DISCONNECTED || msg->reason == CM_REASON_BROKEN)) {
-                        /* READY said the active end was ESTABLISHED: the
-                         * connection was up, and this end must see it so
-                         * (ESTABLISHED, then DISCONNECTED or BROKEN), not as
-                         * a failed accept.  (READY held the link, so this is
-                         * a link read to its end.)  Its data connection comes
-                         * on another socket than this message and may still
-                         * be on its way: it is waited for as long as READY's
-                         * timer allows (passive_remote_check tells the rest). */
-                        x->gone_reason = msg->reason;
-                        return;
-                }
                 conn_drop_link(x);
                 if (x->accepting)
                         send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,

@@ -17,8 +17,10 @@
  * sent is read, the rest flushes) before the EP leaves Connected; a data
  * path that fails (an error completion, the peer gone) ends the connection
  * BROKEN.  The disconnecting side finishes its own disconnect once its
- * requests are done and datd has the DISCONNECT, so datd's later event
- * for that connection finds the EP Disconnected and is dropped.
+ * requests are done and tells datd: a Connected EP without waiting, and
+ * (protocol version 2) asking for no event back; an event that still comes
+ * for that connection finds the EP Disconnected, reset or freed, and is
+ * dropped.
  *
  * Error codes where the man pages leave room: a remote address that is
  * NULL: DAT_INVALID_PARAMETER (ARG2); of a family other than AF_INET /
@@ -264,7 +266,8 @@ bool conn_accept_answered(DAT_EP_HANDLE handle, DAT_RETURN ret, const union datp
 
 /* Until datd answered the EP's CONNECT or CR_ACCEPT: a disconnect or free
  * needs the connection's id.  The answer comes before any event of the
- * connection, on the progress thread; bounded like a round trip. */
+ * connection, by the socket's reader (datd_conn.h); bounded like a round
+ * trip. */
 static void await_answer(struct ep *ep)
 {
         struct timespec deadline;
@@ -323,6 +326,9 @@ void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev_in)
                 __atomic_store_n(&ep->state, DAT_EP_STATE_DISCONNECTED, __ATOMIC_RELEASE);
                 ep->event_pd_len = 0;
                 dat_object_unlock();
+                /* A channel it holds goes now: datd sends no DISCONNECTED
+                 * back (NO_EVENT) whose stop would close it. */
+                dto_ep_stop(ep);
                 send_disconnect_nowait(ep, ev->conn_id, false);
                 evc.event = DAT_CONNECTION_EVENT_BROKEN;
                 pd_len = 0;
@@ -492,7 +498,7 @@ struct connect_args {
         uint32_t dup_of;                /* dat_ep_dup_connect: the duplicated connection */
 };
 
-/* datd's answer to a CONNECT sent without waiting, on the progress thread
+/* datd's answer to a CONNECT sent without waiting, by the socket's reader
  * (ctx: the EP's handle).  A refusal (a quota of datd's) ends the attempt
  * as a provider's rejection would: DAT_CONNECTION_EVENT_NON_PEER_REJECTED. */
 static void connect_answered(void *ctx, DAT_RETURN ret, const union datp_message *reply)

@@ -4,9 +4,10 @@
  *
  * datd owns every listener and negotiates every connection (proto/datp.h,
  * "Connections"); libdat keeps the DAT objects, the EP state machine and the
- * events.  State changes made by the progress thread are mirrored to datd
- * with ep_mirror_nowait: the progress thread never waits on datd, since it
- * is the one that reads datd's replies.
+ * events.  State changes made while dispatching datd's events are mirrored
+ * to datd with ep_mirror_nowait: the thread that dispatches them (the
+ * progress thread, or a waiter that took the socket over: datd_conn.h)
+ * never waits on datd, since it is the one that reads datd's replies.
  *
  * Files: listener.c (the PSP/RSP object; psp.c and rsp.c hold their entry
  * points), cr.c (CR object, its entry points, EV_CONN_REQUEST), conn.c (the
@@ -96,7 +97,7 @@ bool conn_accept_answered(DAT_EP_HANDLE handle, DAT_RETURN ret, const union datp
 void conn_ep_abort(struct ep *ep);
 
 /* Tests only (libdatcore; never set in the shipped library): called by the
- * progress thread while it dispatches a disconnection, with the EP found
+ * socket's reader while it dispatches a disconnection, with the EP found
  * and pinned, before its data path stops. */
 extern void (*conn_test_stop_hook)(void);
 

@@ -384,7 +384,7 @@ static DAT_RETURN take_accepting_ep(struct cr *cr, DAT_EP_HANDLE handle, struct 
         return ret;
 }
 
-/* datd's answer to a CR_ACCEPT, on the progress thread (ctx: the EP's
+/* datd's answer to a CR_ACCEPT, by the socket's reader (ctx: the EP's
  * handle).  A refusal (a quota of datd's, the request withdrawn meanwhile,
  * a malformed request) ends the accept as the connection failing would:
  * the EP gets DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, and the
@@ -408,7 +408,7 @@ static void accept_answered(void *ctx, DAT_RETURN ret, const union datp_message 
  * with DAT_CONNECTION_EVENT_ESTABLISHED (or Disconnected with
  * DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR) when datd says.  It returns
  * once the CR_ACCEPT is sent: datd answers the connection's id, or a
- * refusal, on the progress thread (accept_answered), before any event of
+ * refusal, to the socket's reader (accept_answered), before any event of
  * the connection, so the accepting thread's chain per connection holds no
  * round trip. */
 _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,

@@ -148,7 +148,7 @@ static void forget_wait_locked(struct datd_conn *conn)
         conn->wait_done = false;
 }
 
-/* Waits (under wait_lock) until the progress thread delivered the reply to
+/* Waits (under wait_lock) until the socket's reader delivered the reply to
  * the request registered in conn->wait_id, datd went away, or the bound
  * passed. */
 static DAT_RETURN await_reply(struct datd_conn *conn, uint16_t want, union datp_message *reply,
@@ -255,15 +255,16 @@ static void score_spin(struct datd_conn *conn, bool in_time)
 
 enum own_read {
         OWN_DONE,       /* *ret is the call's result */
-        OWN_HAND_OVER,  /* the progress thread delivers the reply */
+        OWN_HAND_OVER,  /* the socket's reader delivers the reply */
 };
 
 /* Reads the socket, between start_reading and stop_reading, while the
  * packet at its head is the reply to request_id.  Anything else is the
- * progress thread's: an event, an ERROR of no request, the end of the
+ * dispatching reader's (the progress thread, or a waiter that took the
+ * socket over): an event, an ERROR of no request, the end of the
  * connection, and the replies to datd_conn_send_later (whose functions run
- * on that thread only, as events are dispatched there only) or to a call
- * that gave up. */
+ * where events are dispatched, in order with them) or to a call that gave
+ * up. */
 static enum own_read read_own_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
                                     union datp_message *reply, char why[DATD_REASON_MAX],
                                     DAT_RETURN *ret)
@@ -424,12 +425,9 @@ void datd_conn_reader_thread(void)
         reader_thread = true;
 }
 
-/* An application thread's reader_thread while it held the socket. */
-static __thread bool was_reader_thread;
-
-bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd)
+bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd, bool *was_reader)
 {
-        if (!start_reading(conn))
+        if (__atomic_load_n(&conn->reader_evicted, __ATOMIC_ACQUIRE) || !start_reading(conn))
                 return false;
         if (conn->reader_kick_fd < 0) {
                 int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -442,16 +440,28 @@ bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd)
         }
         *kick_fd = conn->reader_kick_fd;
         /* It delivers replies now: a datd_conn_send_later inside what it
-         * dispatches (a CNO's agent) must not wait for one. */
-        was_reader_thread = reader_thread;
+         * dispatches (a CNO's agent) must not wait for one.  The caller
+         * keeps what it was (a take-over may nest, on another IA). */
+        *was_reader = reader_thread;
         reader_thread = true;
         return true;
 }
 
-void datd_conn_give_back(struct datd_conn *conn)
+void datd_conn_give_back(struct datd_conn *conn, bool was_reader)
 {
-        reader_thread = was_reader_thread;
+        reader_thread = was_reader;
         stop_reading(conn);
+}
+
+bool datd_conn_reader_evicted(const struct datd_conn *conn)
+{
+        return __atomic_load_n(&conn->reader_evicted, __ATOMIC_ACQUIRE);
+}
+
+void datd_conn_evict_reader(struct datd_conn *conn)
+{
+        __atomic_store_n(&conn->reader_evicted, true, __ATOMIC_RELEASE);
+        datd_conn_kick_reader(conn);
 }
 
 void datd_conn_kick_reader(struct datd_conn *conn)

@@ -92,6 +92,10 @@ struct datd_conn {
          * while it waits for events (datd_conn_take_over); made by the
          * first one, -1 until then, closed with the connection. */
         int reader_kick_fd;
+        /* Set by progress_stop: a thread that took the socket over gives
+         * it back at once, and no other takes it (the progress thread needs
+         * read_lock to stop). */
+        bool reader_evicted;
         /* Whether a caller spins for its reply before it sleeps
          * (datd_conn.c, score_spin); under lock. */
         unsigned spin_score;
@@ -130,9 +134,10 @@ DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request);
  * progress thread works through them, and datd drops such a client. */
 #define DATD_LATER_MAX 32
 
-/* Sends request without waiting: fn gets its reply when the progress
- * thread reads it (so after every earlier packet of datd and before every
- * later one), or the failure that there will be none.  With
+/* Sends request without waiting: fn gets its reply when the socket's
+ * dispatching reader (the progress thread, or a waiter that took the socket
+ * over) reads it, so after every earlier packet of datd and before every
+ * later one; or the failure that there will be none.  With
  * DATD_LATER_MAX replies due, it first waits (bounded like a round trip)
  * until one came; never on a progress thread.  Before the progress thread
  * runs this is a round trip and fn is called here.  Returns DAT_SUCCESS
@@ -154,14 +159,24 @@ void datd_conn_reader_thread(void);
  * under read_lock), which saves the progress thread's wake-up and the
  * hand-over of every event.  True when it holds the socket: the progress
  * thread no longer watches it until datd_conn_give_back, and *kick_fd is
- * the eventfd that datd_conn_kick_reader makes readable.  False when the
- * progress thread is reading, does not run, or no eventfd can be made. */
-bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd);
-void datd_conn_give_back(struct datd_conn *conn);
+ * the eventfd that datd_conn_kick_reader makes readable, *was_reader what
+ * the caller gives datd_conn_give_back.  False when another thread reads
+ * (the progress thread, a caller reading its own reply), the progress
+ * thread does not run or is being stopped, or no eventfd can be made. */
+bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd, bool *was_reader);
+void datd_conn_give_back(struct datd_conn *conn, bool was_reader);
+
+/* Whether the thread holding the socket must give it back now (the
+ * progress thread is being stopped). */
+bool datd_conn_reader_evicted(const struct datd_conn *conn);
 
 /* Wakes the thread that took the socket over (a thread posted to the EVD
  * it waits on); a stale kick costs the next one a look. */
 void datd_conn_kick_reader(struct datd_conn *conn);
+
+/* For progress_stop, before it stops the thread: sends the thread that
+ * holds the socket away and keeps others from taking it. */
+void datd_conn_evict_reader(struct datd_conn *conn);
 
 /* For the progress thread: it watches the socket in epfd under key (-1:
  * it stopped watching).  Callers turn the watch off while they read their
@@ -169,9 +184,10 @@ void datd_conn_kick_reader(struct datd_conn *conn);
 void datd_conn_set_watch(struct datd_conn *conn, int epfd, uint64_t key);
 
 /* For the progress thread, around the reading and dispatch of a packet:
- * false when a caller is reading the socket now (the packet at the head
- * is then a reply it reads, or one it hands back by turning the watch on
- * again).  After true, datd_conn_end_read. */
+ * false when another thread reads the socket now (a caller, whose reply
+ * the packet at the head then is, or which hands it back by turning the
+ * watch on again; or a waiter that took the socket over and dispatches it
+ * itself).  After true, datd_conn_end_read. */
 bool datd_conn_begin_read(struct datd_conn *conn);
 void datd_conn_end_read(struct datd_conn *conn);
 

@@ -107,9 +107,12 @@ void evd_wake(struct evd *evd, unsigned how)
         }
 }
 
-void evd_reading_for(struct evd *evd)
+struct evd *evd_reading_for(struct evd *evd)
 {
+        struct evd *before = reading_for;
+
         reading_for = evd;
+        return before;
 }
 
 /* Marks the EVD dying, sends its waiter away with DAT_ABORT and waits

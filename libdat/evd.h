@@ -163,7 +163,8 @@ unsigned evd_kick_waiter_locked(struct evd *evd);
 void evd_wake(struct evd *evd, unsigned how);
 
 /* The EVD the calling thread waits on while it reads datd's socket, or
- * NULL: what it posts there itself needs no kick. */
-void evd_reading_for(struct evd *evd);
+ * NULL: what it posts there itself needs no kick.  Returns the one before
+ * (a take-over may nest, on another IA), for the caller to put back. */
+struct evd *evd_reading_for(struct evd *evd);
 
 #endif

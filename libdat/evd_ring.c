@@ -486,22 +486,24 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
 {
         struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
         int kick_fd, r = 0, cancel;
-        bool over = false;
+        bool over = false, was_reader;
+        struct evd *outer;
 
         if (!fed_by_datd(evd))
                 return dat_word_sleep(&evd->wake_seq, seen, deadline);
         /* ppoll is a cancellation point: a thread cancelled there would
          * keep the socket from the progress thread for good. */
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-        if (!datd_conn_take_over(&ia->conn, &kick_fd)) {
+        if (!datd_conn_take_over(&ia->conn, &kick_fd, &was_reader)) {
                 pthread_setcancelstate(cancel, NULL);
                 return dat_word_sleep(&evd->wake_seq, seen, deadline);
         }
         pthread_spin_lock(&evd->lock);
         evd->waiter_reads = true;
         pthread_spin_unlock(&evd->lock);
-        evd_reading_for(evd);
-        while (__atomic_load_n(&evd->wake_seq, __ATOMIC_ACQUIRE) == seen) {
+        outer = evd_reading_for(evd);
+        while (__atomic_load_n(&evd->wake_seq, __ATOMIC_ACQUIRE) == seen &&
+               !datd_conn_reader_evicted(&ia->conn)) {
                 struct pollfd fds[2] = { { .fd = ia->conn.fd, .events = POLLIN },
                                          { .fd = kick_fd, .events = POLLIN } };
                 struct timespec left;
@@ -512,8 +514,12 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
                         break;
                 }
                 n = ppoll(fds, 2, deadline->infinite ? NULL : &left, NULL);
+                /* A signal handler ran, or ppoll failed: the rest of this
+                 * sleep is the futex's, which restarts after a handler
+                 * with SA_RESTART and is interrupted by one without (ppoll
+                 * never restarts: every SIGCHLD would end the wait). */
                 if (n < 0) {
-                        r = errno == EINTR ? EINTR : 0;
+                        over = true;
                         break;
                 }
                 if (fds[1].revents & POLLIN) {
@@ -524,18 +530,23 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
                 if (fds[0].revents && !progress_read(ia)) {
                         /* The end of the connection, or garbage: the
                          * progress thread finds it once it watches again
-                         * (the shutdown keeps it for it to read), and
-                         * breaks the connections, which wakes us. */
+                         * (the shutdown keeps it for it to read) and
+                         * breaks the connections, whose events wake us
+                         * (a CR EVD has none: the deadline does). */
                         (void)shutdown(ia->conn.fd, SHUT_RDWR);
                         over = true;
                         break;
                 }
         }
-        evd_reading_for(NULL);
+        evd_reading_for(outer);
         pthread_spin_lock(&evd->lock);
         evd->waiter_reads = false;
         pthread_spin_unlock(&evd->lock);
-        datd_conn_give_back(&ia->conn);
+        datd_conn_give_back(&ia->conn, was_reader);
+        /* Sent away by progress_stop: the IA is closing, and its EVDs'
+         * waiters are sent away next (DAT_ABORT). */
+        if (datd_conn_reader_evicted(&ia->conn))
+                over = true;
         pthread_setcancelstate(cancel, NULL);
         if (over)
                 return dat_word_sleep(&evd->wake_seq, seen, deadline);

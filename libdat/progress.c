@@ -156,6 +156,7 @@ DAT_RETURN progress_start(struct ia *ia)
                 free(p);
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         }
+        __atomic_store_n(&ia->conn.reader_evicted, false, __ATOMIC_RELEASE);
         datd_conn_set_threaded(&ia->conn, true);
         /* The consumer's signals are for the consumer's threads. */
         sigfillset(&all);
@@ -179,6 +180,9 @@ void progress_stop(struct ia *ia)
 
         if (!p)
                 return;
+        /* A waiter reading the socket holds read_lock, which the thread
+         * takes on its way out. */
+        datd_conn_evict_reader(&ia->conn);
         while (write(p->stop_fd, &one, sizeof(one)) < 0 && errno == EINTR)
                 ;
         pthread_join(p->thread, NULL);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "libdat/evd.h"
+#include "libdat/evd_wait.h"
 #include "tests/evd/evd_test.h"
 
 TestSuite(evd_wait, .init = evd_test_start_datd, .fini = evd_test_stop_datd, .timeout = 30);
@@ -370,6 +371,34 @@ Test(evd_wait, abrupt_ia_close_aborts_a_waiter)
 
         evd_waiter_block(&w, evd, TEN_SECONDS, 1);
         /* dat_evd_wait(3DAT): aborted because the IA was closed -> DAT_ABORT */
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        cr_expect_eq(evd_waiter_join(&w), ERR(DAT_ABORT, 0));
+}
+
+/* A waiter on an EVD of connection requests reads datd's socket itself
+ * (evd_ring.c, sleep_reading), holding the lock the progress thread needs
+ * to stop: an abrupt close sends it away all the same, and the close
+ * completes (it used to wait for the waiter's timeout). */
+Test(evd_wait, abrupt_ia_close_aborts_a_waiter_reading_datds_socket)
+{
+        DAT_IA_HANDLE ia = evd_test_open_ia(8, NULL);
+        DAT_EVD_HANDLE evd;
+        struct evd *e;
+        struct evd_waiter w;
+        bool reads = false;
+
+        cr_assert_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &evd), DAT_SUCCESS);
+        e = evd_lookup(evd);
+        cr_assert_not_null(e);
+        evd_waiter_block(&w, evd, TEN_SECONDS, 1);
+        for (time_t end = time(NULL) + 5; !reads && time(NULL) < end;) {
+                pthread_spin_lock(&e->lock);
+                reads = e->waiter_reads;
+                pthread_spin_unlock(&e->lock);
+                if (!reads)
+                        dat_nap();
+        }
+        cr_assert(reads, "the waiter never took datd's socket over");
         cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
         cr_expect_eq(evd_waiter_join(&w), ERR(DAT_ABORT, 0));
 }
