@@ -383,6 +383,10 @@ static bool link_dispatch(CmLink *l, const char **why)
 static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         CmLink *l = userdata;
+        /* A link that is going (HUP, ERR: epoll reports them whatever it
+         * was asked) is read to its end, held or not: nothing it says
+         * could be kept in order any more. */
+        bool going = revents & (EPOLLHUP | EPOLLERR);
         const char *why = NULL;
         int r;
 
@@ -407,10 +411,8 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
         }
         if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 return 0;
-        /* A held link is read again once released; one that is going (HUP,
-         * ERR: epoll reports them whatever it was asked) is read to its
-         * end, since nothing it says could be kept in order any more. */
-        if (l->holds && !(revents & (EPOLLHUP | EPOLLERR)))
+        /* A held link is read again once released. */
+        if (l->holds && !going)
                 return 0;
         for (;;) {
                 const struct cm_header *h = (const struct cm_header *) l->rbuf;
@@ -437,7 +439,7 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                         l->rlen = 0;
                         /* conn_cm_receive() may not free the link: it only
                          * sends, or holds it (what follows waits). */
-                        if (l->holds && !(revents & (EPOLLHUP | EPOLLERR)))
+                        if (l->holds && !going)
                                 return 0;
                         continue;
                 }

@@ -810,12 +810,18 @@ static void cm_tell(CmLink *l, uint16_t type, uint32_t src, uint32_t dst, uint32
 
 static void conn_abandon(Conn *x);
 
-/* The end's link is no more its business: released if it held it. */
-static void conn_drop_link(Conn *x)
+/* The hold READY took on the end's link, if it still has it. */
+static void conn_release_link(Conn *x)
 {
         if (x->holds_link && x->link)
                 cm_link_hold(x->link, false);
         x->holds_link = false;
+}
+
+/* The end's link is no more its business: released if it held it. */
+static void conn_drop_link(Conn *x)
+{
+        conn_release_link(x);
         x->link = NULL;
 }
 
@@ -827,10 +833,7 @@ static void conn_free(Conn *c)
         ConnTable *t = c->table;
         Client *client = c->instance->client;
 
-        if (c->holds_link && c->link) {
-                cm_link_hold(c->link, false);
-                c->holds_link = false;
-        }
+        conn_release_link(c);
         if (c->link)
                 cm_tell(c->link, CM_DISCONNECT, c->id, c->remote_id,
                         c->state == CONN_REQUESTED && c->active ? CM_REASON_WITHDRAWN : CM_REASON_BROKEN,
@@ -1230,10 +1233,7 @@ static void passive_remote_check(Conn *x)
         send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, x->pd, x->pd_len, "accepted");
         x->pd = (free(x->pd), NULL);
         closep(&fd);
-        if (x->holds_link) {
-                cm_link_hold(x->link, false);
-                x->holds_link = false;
-        }
+        conn_release_link(x);
 }
 
 static int passive_remote_timeout(sd_event_source *s, uint64_t usec, void *userdata)

@@ -427,7 +427,7 @@ void datd_conn_reader_thread(void)
 
 bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd, bool *was_reader)
 {
-        if (__atomic_load_n(&conn->reader_evicted, __ATOMIC_ACQUIRE) || !start_reading(conn))
+        if (datd_conn_reader_evicted(conn) || !start_reading(conn))
                 return false;
         if (conn->reader_kick_fd < 0) {
                 int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

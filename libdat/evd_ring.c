@@ -460,22 +460,6 @@ static bool fed_by_datd(const struct evd *evd)
                (evd->flags & (DAT_EVD_CR_FLAG | DAT_EVD_CONNECTION_FLAG));
 }
 
-/* The time left until the deadline; false when it has passed. */
-static bool time_left(const struct dat_deadline *d, struct timespec *left)
-{
-        struct timespec now;
-        uint64_t at, t;
-
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        at = timespec_ns(&d->at);
-        t = timespec_ns(&now);
-        if (t >= at)
-                return false;
-        left->tv_sec = (time_t)((at - t) / 1000000000u);
-        left->tv_nsec = (long)((at - t) % 1000000000u);
-        return true;
-}
-
 /* Sleeps like dat_word_sleep, but as the reader of datd's socket when it
  * can take it over (datd_conn_take_over): the events datd sends are read
  * and dispatched here, without the progress thread's wake-up and hand-over
@@ -509,7 +493,7 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
                 struct timespec left;
                 int n;
 
-                if (!deadline->infinite && !time_left(deadline, &left)) {
+                if (!deadline->infinite && !dat_deadline_left(deadline, &left)) {
                         r = ETIMEDOUT;
                         break;
                 }

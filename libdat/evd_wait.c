@@ -39,6 +39,20 @@ void dat_deadline_start(struct dat_deadline *d, DAT_TIMEOUT timeout_us)
         }
 }
 
+bool dat_deadline_left(const struct dat_deadline *d, struct timespec *left)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        left->tv_sec = d->at.tv_sec - now.tv_sec;
+        left->tv_nsec = d->at.tv_nsec - now.tv_nsec;
+        if (left->tv_nsec < 0) {
+                left->tv_sec--;
+                left->tv_nsec += 1000000000;
+        }
+        return left->tv_sec > 0 || (left->tv_sec == 0 && left->tv_nsec > 0);
+}
+
 bool dat_word_spin(const uint32_t *word, uint32_t seen)
 {
         for (unsigned i = 0; i < SPIN_POLLS; i++) {

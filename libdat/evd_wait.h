@@ -22,6 +22,10 @@ struct dat_deadline {
 
 void dat_deadline_start(struct dat_deadline *d, DAT_TIMEOUT timeout_us);
 
+/* The time left until a finite deadline, for a relative wait (ppoll);
+ * false when it has passed. */
+bool dat_deadline_left(const struct dat_deadline *d, struct timespec *left);
+
 /* Polls *word for a short bounded time (a few microseconds) before a
  * caller commits to sleeping; true as soon as it differs from seen. */
 bool dat_word_spin(const uint32_t *word, uint32_t seen);
