@@ -460,13 +460,39 @@ static bool fed_by_datd(const struct evd *evd)
                (evd->flags & (DAT_EVD_CR_FLAG | DAT_EVD_CONNECTION_FLAG));
 }
 
+/* A waiter that could not take datd's socket over sleeps on the futex
+ * for a while and tries again: the progress thread was reading a packet,
+ * had not started watching the socket yet, or another thread reads it.
+ * Each of these passes, and a waiter left on the futex for the whole wait
+ * would pay the progress thread's hand-over for every event.  From 1 ms,
+ * doubling to 128 ms: a thread that keeps the socket (another waiter)
+ * costs this one a few wake-ups a second. */
+#define TAKE_OVER_RETRY_FIRST_US 1000
+#define TAKE_OVER_RETRY_MAX_US (128 * 1000)
+
+static int sleep_before_retry(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline,
+                              DAT_TIMEOUT *retry_us)
+{
+        struct dat_deadline soon;
+        bool soon_first = dat_deadline_within(&soon, *retry_us, deadline);
+        int r;
+
+        if (*retry_us < TAKE_OVER_RETRY_MAX_US)
+                *retry_us *= 2;
+        r = dat_word_sleep(&evd->wake_seq, seen, &soon);
+        /* Only the caller's deadline times the wait out. */
+        return r == ETIMEDOUT && soon_first ? 0 : r;
+}
+
 /* Sleeps like dat_word_sleep, but as the reader of datd's socket when it
  * can take it over (datd_conn_take_over): the events datd sends are read
  * and dispatched here, without the progress thread's wake-up and hand-over
  * (a connection costs a few of those on each side).  Any other poster to
- * the EVD kicks the reader's eventfd (evd_wake).  Returns as
- * dat_word_sleep does. */
-static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline)
+ * the EVD kicks the reader's eventfd (evd_wake).  *retry_us paces the
+ * tries when it cannot (sleep_before_retry).  Returns as dat_word_sleep
+ * does. */
+static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline,
+                         DAT_TIMEOUT *retry_us)
 {
         struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
         int kick_fd, r = 0, cancel;
@@ -480,7 +506,10 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
         if (!datd_conn_take_over(&ia->conn, &kick_fd, &was_reader)) {
                 pthread_setcancelstate(cancel, NULL);
-                return dat_word_sleep(&evd->wake_seq, seen, deadline);
+                /* Evicted: the IA is closing, and DAT_ABORT comes. */
+                if (datd_conn_reader_evicted(&ia->conn))
+                        return dat_word_sleep(&evd->wake_seq, seen, deadline);
+                return sleep_before_retry(evd, seen, deadline, retry_us);
         }
         pthread_spin_lock(&evd->lock);
         evd->waiter_reads = true;
@@ -542,6 +571,7 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
 static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_deadline *deadline,
                                DAT_EVENT *event, DAT_COUNT *nmore)
 {
+        DAT_TIMEOUT retry_us = TAKE_OVER_RETRY_FIRST_US;
         DAT_RETURN ret;
         bool done;
         int r = 0;
@@ -556,7 +586,7 @@ static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_
                 evd->waiter_sleeps = true;
                 pthread_spin_unlock(&evd->lock);
                 dto_evd_sleep_prepare(evd);
-                r = sleep_reading(evd, seen, deadline);
+                r = sleep_reading(evd, seen, deadline, &retry_us);
                 pthread_spin_lock(&evd->lock);
                 evd->waiter_sleeps = false;
         }

@@ -53,6 +53,17 @@ bool dat_deadline_left(const struct dat_deadline *d, struct timespec *left)
         return left->tv_sec > 0 || (left->tv_sec == 0 && left->tv_nsec > 0);
 }
 
+bool dat_deadline_within(struct dat_deadline *d, DAT_TIMEOUT timeout_us,
+                         const struct dat_deadline *limit)
+{
+        dat_deadline_start(d, timeout_us);
+        if (limit->infinite || limit->at.tv_sec > d->at.tv_sec ||
+            (limit->at.tv_sec == d->at.tv_sec && limit->at.tv_nsec > d->at.tv_nsec))
+                return true;
+        *d = *limit;
+        return false;
+}
+
 bool dat_word_spin(const uint32_t *word, uint32_t seen)
 {
         for (unsigned i = 0; i < SPIN_POLLS; i++) {

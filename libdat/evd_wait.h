@@ -26,6 +26,11 @@ void dat_deadline_start(struct dat_deadline *d, DAT_TIMEOUT timeout_us);
  * false when it has passed. */
 bool dat_deadline_left(const struct dat_deadline *d, struct timespec *left);
 
+/* *d = timeout_us from now, or *limit when that comes first; true when the
+ * nearer one is timeout_us (a sleep that ends there has not timed out). */
+bool dat_deadline_within(struct dat_deadline *d, DAT_TIMEOUT timeout_us,
+                         const struct dat_deadline *limit);
+
 /* Polls *word for a short bounded time (a few microseconds) before a
  * caller commits to sleeping; true as soon as it differs from seen. */
 bool dat_word_spin(const uint32_t *word, uint32_t seen);

@@ -8,8 +8,10 @@
 #include <signal.h>
 #include <time.h>
 
+#include "libdat/datd_conn.h"
 #include "libdat/evd.h"
 #include "libdat/evd_wait.h"
+#include "libdat/ia.h"
 #include "tests/evd/evd_test.h"
 
 TestSuite(evd_wait, .init = evd_test_start_datd, .fini = evd_test_stop_datd, .timeout = 30);
@@ -375,6 +377,66 @@ Test(evd_wait, abrupt_ia_close_aborts_a_waiter)
         cr_expect_eq(evd_waiter_join(&w), ERR(DAT_ABORT, 0));
 }
 
+/* Whether a waiter reads datd's socket (evd_ring.c, sleep_reading), in
+ * the 5 s given to it. */
+static bool evd_waiter_reads_within_5_s(struct evd *e)
+{
+        bool reads = false;
+
+        for (time_t end = time(NULL) + 5; !reads && time(NULL) < end;) {
+                pthread_spin_lock(&e->lock);
+                reads = e->waiter_reads;
+                pthread_spin_unlock(&e->lock);
+                if (!reads)
+                        dat_nap();
+        }
+        return reads;
+}
+
+/* Whether the waiter sleeps (on the futex, or reading). */
+static void until_the_waiter_sleeps(struct evd *e)
+{
+        bool sleeps = false;
+
+        for (time_t end = time(NULL) + 5; !sleeps && time(NULL) < end;) {
+                pthread_spin_lock(&e->lock);
+                sleeps = e->waiter_sleeps;
+                pthread_spin_unlock(&e->lock);
+                if (!sleeps)
+                        dat_nap();
+        }
+        cr_assert(sleeps, "the waiter never went to sleep");
+}
+
+/* A waiter that finds datd's socket being read (here by the test; in life
+ * by the progress thread, or before that thread watches it) tries again
+ * later: it used to sleep on the futex for the whole wait. */
+Test(evd_wait, a_waiter_that_finds_datds_socket_busy_takes_it_over_later)
+{
+        DAT_IA_HANDLE ia = evd_test_open_ia(8, NULL);
+        DAT_EVD_HANDLE evd;
+        struct evd *e;
+        struct ia *internal;
+        struct evd_waiter w;
+
+        cr_assert_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &evd), DAT_SUCCESS);
+        e = evd_lookup(evd);
+        cr_assert_not_null(e);
+        internal = dat_container_of(e->obj.parent, struct ia, obj);
+        /* The lock the progress thread holds while it reads a packet. */
+        for (time_t end = time(NULL) + 5; !datd_conn_begin_read(&internal->conn);) {
+                cr_assert(time(NULL) < end, "the socket's reader lock never came free");
+                dat_nap();
+        }
+        evd_waiter_block(&w, evd, TEN_SECONDS, 1);
+        until_the_waiter_sleeps(e);
+        datd_conn_end_read(&internal->conn);
+        cr_expect(evd_waiter_reads_within_5_s(e),
+                  "the waiter stayed on the futex after the socket came free");
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        cr_expect_eq(evd_waiter_join(&w), ERR(DAT_ABORT, 0));
+}
+
 /* A waiter on an EVD of connection requests reads datd's socket itself
  * (evd_ring.c, sleep_reading), holding the lock the progress thread needs
  * to stop: an abrupt close sends it away all the same, and the close
@@ -385,20 +447,12 @@ Test(evd_wait, abrupt_ia_close_aborts_a_waiter_reading_datds_socket)
         DAT_EVD_HANDLE evd;
         struct evd *e;
         struct evd_waiter w;
-        bool reads = false;
 
         cr_assert_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &evd), DAT_SUCCESS);
         e = evd_lookup(evd);
         cr_assert_not_null(e);
         evd_waiter_block(&w, evd, TEN_SECONDS, 1);
-        for (time_t end = time(NULL) + 5; !reads && time(NULL) < end;) {
-                pthread_spin_lock(&e->lock);
-                reads = e->waiter_reads;
-                pthread_spin_unlock(&e->lock);
-                if (!reads)
-                        dat_nap();
-        }
-        cr_assert(reads, "the waiter never took datd's socket over");
+        cr_assert(evd_waiter_reads_within_5_s(e), "the waiter never took datd's socket over");
         cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
         cr_expect_eq(evd_waiter_join(&w), ERR(DAT_ABORT, 0));
 }
