@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -572,17 +573,33 @@ static int cm_on_accept(sd_event_source *s, int fd, uint32_t revents, void *user
         return 0;
 }
 
+/* Whether bytes of the peer wait unread in the link's socket: a datd that
+ * did not run for a while may find its timer due before it reads them. */
+static bool link_has_unread(const CmLink *l)
+{
+        int n = 0;
+
+        return ioctl(l->fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 static int cm_on_tick(sd_event_source *s, uint64_t usec, void *userdata)
 {
         Manager *m = userdata;
         uint64_t period = (uint64_t) m->config->cm_keepalive_ms * 1000u;
         uint64_t now = now_usec();
+        /* Due a period ago or more: this datd did not run meanwhile (a
+         * stopped VM, a starved or stopped process), and the peers' silence
+         * over that time is its own, or the whole machine's.  Each link
+         * gets two periods from now, as if just heard. */
+        bool late = now > usec + period;
         CmLink *l, *n;
 
         LIST_FOREACH_SAFE(links, l, n, m->cm_links) {
                 /* Held: its keepalives wait unread; the hold is bounded by
                  * the timer of the connection that holds it. */
-                if (l->holds)
+                if (l->holds || late)
+                        l->last_rx_usec = now;
+                if (now - l->last_rx_usec > 2 * period && link_has_unread(l))
                         l->last_rx_usec = now;
                 if (now - l->last_rx_usec > 2 * period) {
                         link_free(l, l->up ? "no keepalive for two periods" : "no answer");

@@ -11,10 +11,12 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dat2/udat.h>
@@ -225,6 +227,32 @@ Test(datd_conn_hosts, link_cut_breaks_both_ends)
         cr_assert_eq(test_net_link_down(net, 1), 0);
         expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_BROKEN, NULL);
         expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_BROKEN, NULL);
+        stop();
+}
+
+/* A stall of the whole machine (a VM descheduled, a host swapping): both
+ * datds stop for three keepalive periods and go on.  Neither heard the
+ * other meanwhile, and neither was silent by its own doing: the link and
+ * the connection stay (each datd's keepalive timer comes late, and a late
+ * timer judges no link by the time it slept through).  It used to break
+ * the connection (seen in the dapl2 suite under ASan on a loaded machine). */
+Test(datd_conn_hosts, a_stall_of_both_hosts_breaks_nothing)
+{
+        struct timespec stall = { .tv_sec = 3 };
+        uint32_t a_conn, b_conn;
+
+        start(2);
+        establish(113, &a_conn, &b_conn);
+        for (unsigned i = 0; i < 2; i++)
+                cr_assert_eq(kill(datd[i].pid, SIGSTOP), 0);
+        nanosleep(&stall, NULL);
+        for (unsigned i = 0; i < 2; i++)
+                cr_assert_eq(kill(datd[i].pid, SIGCONT), 0);
+        cr_expect_eq(cc_no_event(&b, DATP_EV_CONN, 2500), 0, "host 1's end got an event");
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CONN, 100), 0, "host 0's end got an event");
+        cr_assert_eq(cc_disconnect(&b, b_conn, DATP_CLOSE_GRACEFUL), DAT_SUCCESS);
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
         stop();
 }
 
