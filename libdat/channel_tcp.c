@@ -66,6 +66,9 @@ static ssize_t tcp_send_gathered(int fd, const struct iovec *iov, int iovcnt, si
         size_t at = 0;
 
         for (int i = 0; i < iovcnt; i++) {
+                /* An empty piece may have no buffer at all (NULL). */
+                if (iov[i].iov_len == 0)
+                        continue;
                 memcpy(buf + at, iov[i].iov_base, iov[i].iov_len);
                 at += iov[i].iov_len;
         }
