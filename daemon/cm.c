@@ -412,14 +412,15 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
         }
         if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 return 0;
-        /* A held link is read again once released. */
-        if (l->holds && !going)
-                return 0;
         for (;;) {
                 const struct cm_header *h = (const struct cm_header *) l->rbuf;
                 size_t want = sizeof(*h);
                 ssize_t n;
 
+                /* Held (before this call, or by the message just
+                 * dispatched): read again once released. */
+                if (l->holds && !going)
+                        return 0;
                 if (l->rlen >= sizeof(*h)) {
                         if (ntohl(h->magic) != CM_MAGIC || ntohs(h->version) != CM_VERSION) {
                                 link_free(l, "bad magic or CM version");
@@ -437,11 +438,9 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                                         link_free(l, why);
                                 return 0;
                         }
-                        l->rlen = 0;
                         /* conn_cm_receive() may not free the link: it only
                          * sends, or holds it (what follows waits). */
-                        if (l->holds && !going)
-                                return 0;
+                        l->rlen = 0;
                         continue;
                 }
                 n = recv(fd, l->rbuf + l->rlen, want - l->rlen, MSG_DONTWAIT);
@@ -596,10 +595,10 @@ static int cm_on_tick(sd_event_source *s, uint64_t usec, void *userdata)
 
         LIST_FOREACH_SAFE(links, l, n, m->cm_links) {
                 /* Held: its keepalives wait unread; the hold is bounded by
-                 * the timer of the connection that holds it. */
-                if (l->holds || late)
-                        l->last_rx_usec = now;
-                if (now - l->last_rx_usec > 2 * period && link_has_unread(l))
+                 * the timer of the connection that holds it.  Unread bytes
+                 * are the peer's too. */
+                if (l->holds || late ||
+                    (now - l->last_rx_usec > 2 * period && link_has_unread(l)))
                         l->last_rx_usec = now;
                 if (now - l->last_rx_usec > 2 * period) {
                         link_free(l, l->up ? "no keepalive for two periods" : "no answer");

@@ -20,6 +20,7 @@
 #include "libdat/evd_wait.h"
 #include "libdat/ia.h"
 #include "tests/conn/conn_test.h"
+#include "tests/evd/evd_waiter_peek.h"
 
 static struct side a, p; /* active, passive */
 
@@ -783,17 +784,10 @@ static void join_waiter(pthread_t t)
 static void until_the_waiter_reads(DAT_EVD_HANDLE evd_handle)
 {
         struct evd *evd = evd_lookup(evd_handle);
-        bool reads = false;
 
         cr_assert_not_null(evd);
-        for (time_t end = time(NULL) + 5; !reads && time(NULL) < end;) {
-                pthread_spin_lock(&evd->lock);
-                reads = evd->waiter_reads;
-                pthread_spin_unlock(&evd->lock);
-                if (!reads)
-                        dat_nap();
-        }
-        cr_assert(reads, "the waiter never took datd's socket over");
+        cr_assert(evd_waiter_within_5_s(evd, EVD_WAITER_READS),
+                  "the waiter never took datd's socket over");
 }
 
 /* A thread blocked in dat_evd_wait on an EVD of connection requests reads

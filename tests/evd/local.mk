@@ -1,6 +1,8 @@
 # tests/evd: Event Dispatchers and Consumer Notification Objects against a
 # real datd: the public entry points, and the internal producer API
 # (evd_post) the transports use.  Linked with libdatcore to reach it.
+EXTRA_DIST += tests/evd/evd_waiter_peek.h
+
 if HAVE_CRITERION
 check_LTLIBRARIES += tests/evd/libevdtest.la
 tests_evd_libevdtest_la_SOURCES = tests/evd/evd_test.c tests/evd/evd_test.h

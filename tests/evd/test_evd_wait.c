@@ -13,6 +13,7 @@
 #include "libdat/evd_wait.h"
 #include "libdat/ia.h"
 #include "tests/evd/evd_test.h"
+#include "tests/evd/evd_waiter_peek.h"
 
 TestSuite(evd_wait, .init = evd_test_start_datd, .fini = evd_test_stop_datd, .timeout = 30);
 
@@ -377,35 +378,16 @@ Test(evd_wait, abrupt_ia_close_aborts_a_waiter)
         cr_expect_eq(evd_waiter_join(&w), ERR(DAT_ABORT, 0));
 }
 
-/* Whether a waiter reads datd's socket (evd_ring.c, sleep_reading), in
- * the 5 s given to it. */
-static bool evd_waiter_reads_within_5_s(struct evd *e)
+/* An EVD of connection requests on ia (what datd's events feed, so that
+ * its waiter may read datd's socket), and its internals. */
+static struct evd *cr_evd_create(DAT_IA_HANDLE ia, DAT_EVD_HANDLE *evd)
 {
-        bool reads = false;
+        struct evd *e;
 
-        for (time_t end = time(NULL) + 5; !reads && time(NULL) < end;) {
-                pthread_spin_lock(&e->lock);
-                reads = e->waiter_reads;
-                pthread_spin_unlock(&e->lock);
-                if (!reads)
-                        dat_nap();
-        }
-        return reads;
-}
-
-/* Whether the waiter sleeps (on the futex, or reading). */
-static void until_the_waiter_sleeps(struct evd *e)
-{
-        bool sleeps = false;
-
-        for (time_t end = time(NULL) + 5; !sleeps && time(NULL) < end;) {
-                pthread_spin_lock(&e->lock);
-                sleeps = e->waiter_sleeps;
-                pthread_spin_unlock(&e->lock);
-                if (!sleeps)
-                        dat_nap();
-        }
-        cr_assert(sleeps, "the waiter never went to sleep");
+        cr_assert_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, evd), DAT_SUCCESS);
+        e = evd_lookup(*evd);
+        cr_assert_not_null(e);
+        return e;
 }
 
 /* A waiter that finds datd's socket being read (here by the test; in life
@@ -415,23 +397,19 @@ Test(evd_wait, a_waiter_that_finds_datds_socket_busy_takes_it_over_later)
 {
         DAT_IA_HANDLE ia = evd_test_open_ia(8, NULL);
         DAT_EVD_HANDLE evd;
-        struct evd *e;
-        struct ia *internal;
+        struct evd *e = cr_evd_create(ia, &evd);
+        struct ia *internal = dat_container_of(e->obj.parent, struct ia, obj);
         struct evd_waiter w;
 
-        cr_assert_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &evd), DAT_SUCCESS);
-        e = evd_lookup(evd);
-        cr_assert_not_null(e);
-        internal = dat_container_of(e->obj.parent, struct ia, obj);
         /* The lock the progress thread holds while it reads a packet. */
         for (time_t end = time(NULL) + 5; !datd_conn_begin_read(&internal->conn);) {
                 cr_assert(time(NULL) < end, "the socket's reader lock never came free");
                 dat_nap();
         }
         evd_waiter_block(&w, evd, TEN_SECONDS, 1);
-        until_the_waiter_sleeps(e);
+        cr_assert(evd_waiter_within_5_s(e, EVD_WAITER_SLEEPS), "the waiter never went to sleep");
         datd_conn_end_read(&internal->conn);
-        cr_expect(evd_waiter_reads_within_5_s(e),
+        cr_expect(evd_waiter_within_5_s(e, EVD_WAITER_READS),
                   "the waiter stayed on the futex after the socket came free");
         cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
         cr_expect_eq(evd_waiter_join(&w), ERR(DAT_ABORT, 0));
@@ -445,14 +423,12 @@ Test(evd_wait, abrupt_ia_close_aborts_a_waiter_reading_datds_socket)
 {
         DAT_IA_HANDLE ia = evd_test_open_ia(8, NULL);
         DAT_EVD_HANDLE evd;
-        struct evd *e;
+        struct evd *e = cr_evd_create(ia, &evd);
         struct evd_waiter w;
 
-        cr_assert_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &evd), DAT_SUCCESS);
-        e = evd_lookup(evd);
-        cr_assert_not_null(e);
         evd_waiter_block(&w, evd, TEN_SECONDS, 1);
-        cr_assert(evd_waiter_reads_within_5_s(e), "the waiter never took datd's socket over");
+        cr_assert(evd_waiter_within_5_s(e, EVD_WAITER_READS),
+                  "the waiter never took datd's socket over");
         cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
         cr_expect_eq(evd_waiter_join(&w), ERR(DAT_ABORT, 0));
 }
