@@ -2,6 +2,8 @@
 #include <config.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -31,7 +33,20 @@ static void close_forget(int *fd)
         *fd = -1;
 }
 
-int shm_channel_new(uint32_t ring_size, ShmRegion **ret)
+/* A pipe, both ends non-blocking, and a second read end that is an open
+ * file of its own (a dup would share the first one's flags). */
+static int doorbell_pipe(int ends[2], int *guard)
+{
+        char path[64];
+
+        if (pipe2(ends, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -errno;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", ends[0]);
+        *guard = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        return *guard < 0 ? -errno : 0;
+}
+
+int shm_channel_new(uint32_t ring_size, bool pipes, ShmRegion **ret)
 {
         size_t size = shm_link_region_size(ring_size);
         ShmRegion *r;
@@ -44,7 +59,8 @@ int shm_channel_new(uint32_t ring_size, ShmRegion **ret)
                 return -ENOMEM;
         r->memfd = -1;
         for (int side = 0; side < 2; side++)
-                r->doorbell[side][0] = r->doorbell[side][1] = -1;
+                r->doorbell[side][0] = r->doorbell[side][1] = r->guard[side] = -1;
+        r->pipes = pipes;
         r->refs = 2;
         r->size = size;
         r->ring_size = ring_size;
@@ -57,12 +73,15 @@ int shm_channel_new(uint32_t ring_size, ShmRegion **ret)
         k = shm_link_init_fd(r->memfd, r->size, ring_size);
         if (k < 0)
                 goto fail;
-        for (int side = 0; side < 2; side++)
-                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
-                               r->doorbell[side]) < 0) {
-                        k = -errno;
+        for (int side = 0; side < 2; side++) {
+                if (pipes)
+                        k = doorbell_pipe(r->doorbell[side], &r->guard[side]);
+                else
+                        k = socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
+                                       r->doorbell[side]) < 0 ? -errno : 0;
+                if (k < 0)
                         goto fail;
-                }
+        }
         *ret = r;
         return 0;
 fail:
@@ -76,6 +95,7 @@ void shm_channel_sent(ShmRegion *r)
         for (int side = 0; side < 2; side++) {
                 close_forget(&r->doorbell[side][0]);
                 close_forget(&r->doorbell[side][1]);
+                close_forget(&r->guard[side]);
         }
 }
 

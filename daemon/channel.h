@@ -1,15 +1,24 @@
 /* The data channels datd hands to the two ends of a connection
  * (PROTOCOL.md, "EV_DATA_CHANNEL"): for shm, a sealed memfd laid out as
  * libdat/shm_link.h's two rings plus two doorbells; datd keeps the memfd
- * until both ends of the connection are gone.  A doorbell is a datagram
- * socketpair: one socket goes only to the end that sleeps on it, the other
- * only to the peer, so that neither end can change how the other's
- * descriptor behaves (an eventfd would be one file shared by both: the
- * peer could clear O_NONBLOCK under the sleeper), and ringing a doorbell
- * whose sleeper is gone is no SIGPIPE (send with MSG_NOSIGNAL). */
+ * until both ends of the connection are gone.
+ *
+ * A doorbell is a pipe when both ends speak version 3, else a datagram
+ * socketpair.  Either way each end's descriptor is its own open file, so
+ * that neither end can change how the other's behaves (an eventfd would be
+ * one file shared by both: the peer could clear O_NONBLOCK under the
+ * sleeper).  Ringing a doorbell whose sleeper is gone must be no SIGPIPE:
+ * a socket is rung with send(MSG_NOSIGNAL); a pipe's ringer also holds a
+ * read end of it, its own open file (reopened through /proc/self/fd), so
+ * the pipe never lacks a reader while it can be rung.  Pipes, because a
+ * Unix socket in flight in a message makes every close of a Unix socket on
+ * the host queue the kernel's collector of in-flight sockets: with four
+ * such doorbells per connection that was a tenth of a connection's CPU
+ * (in the kernel's worker and the wake-ups it costs). */
 #ifndef DATD_DAEMON_CHANNEL_H
 #define DATD_DAEMON_CHANNEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -18,17 +27,21 @@
 typedef struct ShmRegion {
         unsigned refs;                  /* ends holding it */
         int memfd;                      /* kept until the last end goes */
-        int doorbell[2][2];             /* [side]: the socketpair end `side` sleeps on ([0],
-                                         * its socket; [1] the peer's to ring it with);
-                                         * closed once both ends have theirs */
+        int doorbell[2][2];             /* [side]: the socketpair or pipe end `side` sleeps on
+                                         * ([0], its socket or the read end; [1] the peer's to
+                                         * ring it with); closed once both ends have theirs */
+        int guard[2];                   /* pipes: [side] a read end of side's pipe for the
+                                         * peer to hold (never read); else -1 */
+        bool pipes;                     /* the doorbells are pipes */
         size_t size;                    /* region_size */
         uint32_t ring_size;
 } ShmRegion;
 
 /* Creates the memfd (sealed, shm_region_create_unmapped), lays out the two
- * rings (shm_link_init_fd, without mapping it), and makes the two doorbells.  refs is 2.
- * 0, or -errno (-EINVAL for a ring size shm_link does not allow). */
-int shm_channel_new(uint32_t ring_size, ShmRegion **ret);
+ * rings (shm_link_init_fd, without mapping it), and makes the two doorbells:
+ * pipes (and their guards) if pipes, else socketpairs.  refs is 2.  0, or
+ * -errno (-EINVAL for a ring size shm_link does not allow). */
+int shm_channel_new(uint32_t ring_size, bool pipes, ShmRegion **ret);
 
 /* Closes the doorbells: both ends have been sent theirs. */
 void shm_channel_sent(ShmRegion *r);

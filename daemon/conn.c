@@ -643,7 +643,8 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
                 why = shm_quota_refuses(cb, bytes, lim, buf, size);
         if (why)
                 return why;
-        k = shm_channel_new(lim->shm_ring_bytes, &r);
+        /* Pipes for doorbells when both ends know them (channel.h). */
+        k = shm_channel_new(lim->shm_ring_bytes, ca->version >= 3 && cb->version >= 3, &r);
         if (k < 0) {
                 snprintf(buf, size, "cannot make its shared memory region of %" PRIu64 " bytes: %s",
                          bytes, strerror(-k));
@@ -684,9 +685,15 @@ static void send_data_channel(Conn *c, int tcp_fd)
                 /* The active end produces ring 0, the passive end ring 1. */
                 ev.side = c->active ? 0 : 1;
                 fds[n++] = c->shm->memfd;
-                /* Our doorbell's socket, and the one that rings the peer's. */
+                /* Our doorbell's socket or read end, what rings the
+                 * peer's, and (pipes) the read end of the peer's we hold
+                 * so that ringing it is never SIGPIPE. */
                 fds[n++] = c->shm->doorbell[ev.side][0];
                 fds[n++] = c->shm->doorbell[1 - ev.side][1];
+                if (c->shm->pipes) {
+                        ev.flags |= DATP_CHANNEL_PIPES;
+                        fds[n++] = c->shm->guard[1 - ev.side];
+                }
                 /* The peer client's own, kept: one pidfd_open per client, not
                  * two per connection. */
                 pidfd = peer_client ? client_pidfd(peer_client) : -ESRCH;

@@ -35,6 +35,10 @@ struct channel_ops {
         void (*disarm)(struct channel *ch);
         /* poll_fd polled readable: reset it. */
         void (*woken)(struct channel *ch);
+        /* poll_fd polled hung up (EPOLLHUP, EPOLLERR), which epoll reports
+         * whatever it is asked: the kind says what that means, and the
+         * caller stops watching poll_fd.  NULL: a read tells (TCP). */
+        void (*hangup)(struct channel *ch);
         /* Events poll_fd must be watched for: for data when want_data
          * (not while the data path takes nothing in: a level-triggered
          * readable socket it does not read would wake the progress thread

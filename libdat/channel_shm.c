@@ -1,12 +1,14 @@
 /* The shm data channel (channel.h): the two byte rings of shm_link.h in
- * the sealed memfd datd made for the connection, the two doorbells, and a
- * pidfd of the peer (readable once it exits: the survivor breaks the
- * connection without waiting for datd). */
+ * the sealed memfd datd made for the connection, the two doorbells (pipes,
+ * or from a datd of protocol version 2 or less datagram sockets: see
+ * daemon/channel.h), and a pidfd of the peer (readable once it exits: the
+ * survivor breaks the connection without waiting for datd). */
 #include "config.h"
 
 #include "libdat/channel.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -22,7 +24,9 @@ struct channel_shm {
         size_t size;
         int doorbell_mine;
         int doorbell_peer;
+        int guard;                      /* pipes: a read end of the peer's; else -1 */
         bool closed;                    /* our direction is closed */
+        bool hung_up;                   /* our doorbell has no ringer left */
 };
 
 static struct channel_shm *to_shm(struct channel *ch)
@@ -37,18 +41,26 @@ static ssize_t shm_writev(struct channel *ch, const struct iovec *iov, int iovcn
         return n < 0 ? -EPIPE : n;
 }
 
+/* Once our doorbell has no ringer left, the peer's end of the channel is
+ * gone: what it wrote is in the ring (it wrote before it closed), and after
+ * that comes the end of its stream, with or without its mark. */
 static ssize_t shm_readv(struct channel *ch, const struct iovec *iov, int iovcnt)
 {
-        ssize_t n = shm_link_readv(&to_shm(ch)->link, iov, iovcnt);
+        struct channel_shm *s = to_shm(ch);
+        ssize_t n = shm_link_readv(&s->link, iov, iovcnt);
 
+        if (n == 0 && __atomic_load_n(&s->hung_up, __ATOMIC_RELAXED) &&
+            shm_link_readable(&s->link) == 0)
+                return -EPIPE;
         return n < 0 ? -EPIPE : n;
 }
 
 static bool shm_readable(struct channel *ch)
 {
-        struct shm_link *l = &to_shm(ch)->link;
+        struct channel_shm *s = to_shm(ch);
 
-        return shm_link_readable(l) > 0 || shm_link_peer_closed(l);
+        return shm_link_readable(&s->link) > 0 || shm_link_peer_closed(&s->link) ||
+               __atomic_load_n(&s->hung_up, __ATOMIC_RELAXED);
 }
 
 static bool shm_arm(struct channel *ch, bool want_room)
@@ -66,13 +78,20 @@ static void shm_woken(struct channel *ch)
         shm_link_doorbell_drain(&to_shm(ch)->link);
 }
 
+/* A pipe whose every write end is closed: the peer closed its end of the
+ * channel, or died.  Sockets never hang up. */
+static void shm_hangup(struct channel *ch)
+{
+        __atomic_store_n(&to_shm(ch)->hung_up, true, __ATOMIC_RELAXED);
+}
+
 static unsigned shm_poll_events(struct channel *ch, bool want_data, bool want_room)
 {
-        (void)ch;
         (void)want_data;
         (void)want_room;
-        /* Room and data both ring the same doorbell. */
-        return EPOLLIN;
+        /* Room and data both ring the same doorbell; one that cannot ring
+         * again is not watched (the caller took it off). */
+        return __atomic_load_n(&to_shm(ch)->hung_up, __ATOMIC_RELAXED) ? 0 : EPOLLIN;
 }
 
 static void shm_shutdown(struct channel *ch)
@@ -92,6 +111,8 @@ static void shm_destroy(struct channel *ch)
         shm_region_unmap(s->mem, s->size);
         close(s->doorbell_mine);
         close(s->doorbell_peer);
+        if (s->guard >= 0)
+                close(s->guard);
         if (ch->peer_pidfd >= 0)
                 close(ch->peer_pidfd);
         free(s);
@@ -105,15 +126,16 @@ static const struct channel_ops shm_ops = {
         .arm = shm_arm,
         .disarm = shm_disarm,
         .woken = shm_woken,
+        .hangup = shm_hangup,
         .poll_events = shm_poll_events,
         .shutdown = shm_shutdown,
         .destroy = shm_destroy,
 };
 
-/* A doorbell is a datagram socket (daemon/channel.h): anything else could
- * block us, raise SIGPIPE, or never become readable.  getsockopt fails on
- * anything that is no socket. */
-static bool doorbell_ok(int fd)
+/* A doorbell of datd's protocol version 2 or less is a datagram socket
+ * (daemon/channel.h): anything else could block us, raise SIGPIPE, or
+ * never become readable.  getsockopt fails on anything that is no socket. */
+static bool doorbell_socket_ok(int fd)
 {
         int type = 0;
         socklen_t len = sizeof(type);
@@ -121,15 +143,37 @@ static bool doorbell_ok(int fd)
         return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_DGRAM;
 }
 
+/* A pipe's end, as datd makes them: open for reading or for writing alone
+ * (what a pipe's ends are; never a socket, which is both) and non-blocking.
+ * Its own open file: no one else can clear the flag. */
+static bool doorbell_pipe_ok(int fd, int mode)
+{
+        int fl = fcntl(fd, F_GETFL);
+
+        return fl >= 0 && (fl & O_ACCMODE) == mode && (fl & O_NONBLOCK);
+}
+
+/* The descriptors of ev's kind of doorbells: the count, and each one. */
+static bool doorbells_ok(const struct datp_ev_data_channel *ev, const int *fds, unsigned nfds)
+{
+        if (!(ev->flags & DATP_CHANNEL_PIPES))
+                return nfds >= DATP_CHANNEL_SHM_FDS_MIN && nfds <= DATP_CHANNEL_SHM_FDS_MIN + 1 &&
+                       doorbell_socket_ok(fds[1]) && doorbell_socket_ok(fds[2]);
+        return nfds >= DATP_CHANNEL_SHM_PIPES_FDS_MIN && nfds <= DATP_CHANNEL_MAX_FDS &&
+               doorbell_pipe_ok(fds[1], O_RDONLY) && doorbell_pipe_ok(fds[2], O_WRONLY) &&
+               doorbell_pipe_ok(fds[3], O_RDONLY);
+}
+
 int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
                        struct channel **out)
 {
+        bool pipes = ev->flags & DATP_CHANNEL_PIPES;
+        unsigned pidfd_at = pipes ? 4 : 3;
         struct channel_shm *s;
         int r;
 
         if (nfds < DATP_CHANNEL_SHM_FDS_MIN || nfds > DATP_CHANNEL_MAX_FDS || ev->side > 1 ||
-            ev->region_size != shm_link_region_size(ev->ring_size) ||
-            !doorbell_ok(fds[1]) || !doorbell_ok(fds[2])) {
+            ev->region_size != shm_link_region_size(ev->ring_size) || !doorbells_ok(ev, fds, nfds)) {
                 channel_close_fds(fds, nfds);
                 return -EPROTO;
         }
@@ -151,14 +195,16 @@ int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
                 channel_close_fds(fds, nfds);
                 return r;
         }
+        s->link.doorbell_sock = !pipes;
         /* The mapping keeps the memory; the descriptor is not needed. */
         close(fds[0]);
         s->doorbell_mine = fds[1];
         s->doorbell_peer = fds[2];
+        s->guard = pipes ? fds[3] : -1;
         s->ch.ops = &shm_ops;
         s->ch.poll_fd = s->doorbell_mine;
         s->ch.peer_pid = ev->peer_pid;
-        s->ch.peer_pidfd = nfds > 3 ? fds[3] : -1;
+        s->ch.peer_pidfd = nfds > pidfd_at ? fds[pidfd_at] : -1;
         s->ch.same_host = ev->peer_pid > 0;
         for (unsigned i = 0; i < nfds; i++)
                 fds[i] = -1;

@@ -479,7 +479,7 @@ static int arm_all(struct dto_ia *t)
 }
 
 /* A channel or pidfd event.  Returns whether DTO work was done. */
-static bool on_slot_event(struct dto_ia *t, uint64_t key)
+static bool on_slot_event(struct dto_ia *t, uint64_t key, uint32_t events)
 {
         struct dto_batch b;
         struct dto_ep *d;
@@ -491,6 +491,12 @@ static bool on_slot_event(struct dto_ia *t, uint64_t key)
         if (d) {
                 pthread_mutex_lock(&d->lock);
                 if (d->state == DTO_RUNNING && (key & EV_KIND_MASK) == EV_CHANNEL) {
+                        /* A hang-up stays reported as long as the
+                         * descriptor is watched: this thread would spin. */
+                        if ((events & (EPOLLHUP | EPOLLERR)) && d->ch->ops->hangup) {
+                                d->ch->ops->hangup(d->ch);
+                                dto_ia_quiet(d);
+                        }
                         d->ch->ops->woken(d->ch);
                         d->ch->ops->disarm(d->ch);
                 }
@@ -679,7 +685,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                                         goto out;
                                 }
                         } else {
-                                moved |= on_slot_event(t, key);
+                                moved |= on_slot_event(t, key, evs[i].events);
                         }
                 }
                 /* A kick, a deadline, spinning, or work found while arming:

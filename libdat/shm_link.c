@@ -24,9 +24,9 @@
  * that a burst of writes makes one system call; the sleeper's flag store
  * is also a release, so that it is ordered after the sleeper's last drain
  * of its doorbell and a ring meant for this sleep cannot be drained by the
- * previous wake-up.  A doorbell is an eventfd: a ring that comes early
- * stays readable, so a stale one only makes a spurious wake-up, never a
- * lost one.
+ * previous wake-up.  A doorbell (a pipe, a datagram socket, or in tests an
+ * eventfd) keeps a ring that comes early readable, so a stale one only
+ * makes a spurious wake-up, never a lost one.
  *
  * What the peer wrote is checked every time it is read: a record's header
  * word must carry the mark and a length that fits a record of this ring,
@@ -216,12 +216,16 @@ int shm_link_attach(void *mem, size_t size, uint32_t ring_size, unsigned side, i
         return r;
 }
 
-/* A doorbell is a datagram socket (never SIGPIPE, never blocking whatever
- * its flags) or, in tests, an eventfd. */
-static void ring_doorbell(int fd, const uint64_t *one)
+/* A datagram socket is rung so that it never raises SIGPIPE nor blocks
+ * whatever its flags; a pipe is non-blocking, and its ringer holds a read
+ * end of it (daemon/channel.h), so it raises no SIGPIPE either; an eventfd
+ * (tests) is one file of ours. */
+static void ring_doorbell(const struct shm_link *l, const uint64_t *one)
 {
-        if (send(fd, one, sizeof(*one), MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == ENOTSOCK)
-                (void)!write(fd, one, sizeof(*one));
+        if (l->doorbell_sock)
+                (void)send(l->doorbell_peer, one, sizeof(*one), MSG_DONTWAIT | MSG_NOSIGNAL);
+        else
+                (void)!write(l->doorbell_peer, one, sizeof(*one));
 }
 
 /* Rings the peer's doorbell if the flag says it sleeps, taking the flag
@@ -237,7 +241,7 @@ static void wake_if_armed(struct shm_link *l, uint32_t *flag)
                 return;
         l->doorbell_writes++;
         /* EAGAIN only when the counter is near 2^64: it is readable then. */
-        ring_doorbell(l->doorbell_peer, &one);
+        ring_doorbell(l, &one);
 }
 
 /* The consumer's counter c is possible: forward from what we saw, never
@@ -561,21 +565,23 @@ void shm_link_doorbell_drain(struct shm_link *l)
         struct iovec iov[DRAIN_BATCH];
         struct mmsghdr msg[DRAIN_BATCH];
 
+        /* A pipe gives all its rings to one read (an eventfd its counter):
+         * a short read says nothing more is there. */
+        if (!l->doorbell_sock) {
+                for (int call = 0; call < DRAIN_CALLS; call++)
+                        if (read(l->doorbell_mine, v, sizeof(v)) < (ssize_t)sizeof(v))
+                                break;
+                return;
+        }
         /* A datagram socket holds one ring per write: take what is there
-         * without a last call to learn that nothing more is (bounded); an
-         * eventfd reads out in one go. */
+         * without a last call to learn that nothing more is (bounded). */
         for (unsigned i = 0; i < DRAIN_BATCH; i++) {
                 iov[i] = (struct iovec){ &v[i], sizeof(v[i]) };
                 msg[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
         }
-        for (int call = 0; call < DRAIN_CALLS; call++) {
-                int n = recvmmsg(l->doorbell_mine, msg, DRAIN_BATCH, MSG_DONTWAIT, NULL);
-
-                if (n < 0 && errno == ENOTSOCK)
-                        (void)!read(l->doorbell_mine, &v[0], sizeof(v[0]));
-                if (n < DRAIN_BATCH)
+        for (int call = 0; call < DRAIN_CALLS; call++)
+                if (recvmmsg(l->doorbell_mine, msg, DRAIN_BATCH, MSG_DONTWAIT, NULL) < DRAIN_BATCH)
                         break;
-        }
 }
 
 void shm_link_close_tx(struct shm_link *l)
@@ -585,7 +591,7 @@ void shm_link_close_tx(struct shm_link *l)
         __atomic_store_n(&l->tx.ctl->closed, 1, __ATOMIC_SEQ_CST);
         /* Closing is rare: ring whether or not the peer announced a sleep. */
         l->doorbell_writes++;
-        ring_doorbell(l->doorbell_peer, &one);
+        ring_doorbell(l, &one);
 }
 
 bool shm_link_peer_closed(const struct shm_link *l)

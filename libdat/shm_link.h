@@ -88,8 +88,10 @@ struct shm_link {
         unsigned side;
         struct shm_link_dir tx;         /* ring `side`: we produce */
         struct shm_link_dir rx;         /* ring 1 - side: we consume */
-        int doorbell_mine;              /* eventfd we wait on (not owned) */
-        int doorbell_peer;              /* eventfd we write to wake the peer (not owned) */
+        int doorbell_mine;              /* what we wait on (not owned) */
+        int doorbell_peer;              /* what we write to wake the peer (not owned) */
+        bool doorbell_sock;             /* datagram sockets (send, recvmmsg); else pipes or
+                                         * eventfds (write, read); false after attach */
         uint64_t doorbell_writes;       /* wake-ups we made (for benchmarks/tests) */
 };
 

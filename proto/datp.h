@@ -19,7 +19,7 @@
 
 /* Protocol versions this build speaks.  HELLO negotiates one of them. */
 #define DATP_VERSION_MIN 1
-#define DATP_VERSION_MAX 2
+#define DATP_VERSION_MAX 3
 
 /* Largest packet either side sends or accepts.  datp_recv() reads with
  * MSG_TRUNC, so a bigger packet is reported with its real length. */
@@ -459,9 +459,22 @@ enum datp_channel_kind {
  *        peer rings, this end waits on), [2] the socket that rings the
  *        peer's doorbell, [3] a pidfd of the peer process (optional: nfds 3
  *        without it);
+ *   shm with DATP_CHANNEL_PIPES (version 3): [0] the region, [1] the read
+ *        end of this end's doorbell pipe, [2] the write end of the peer's,
+ *        [3] a read end of the peer's pipe that this end holds and never
+ *        reads (while it is open, ringing the peer is never SIGPIPE), [4]
+ *        the pidfd (optional: nfds 4 without it);
  *   tcp: [0] the connected socket. */
 #define DATP_CHANNEL_SHM_FDS_MIN 3
-#define DATP_CHANNEL_MAX_FDS 4
+#define DATP_CHANNEL_SHM_PIPES_FDS_MIN 4
+#define DATP_CHANNEL_MAX_FDS 5
+
+/* EV_DATA_CHANNEL flags.  Version 3: the shm doorbells are pipes.  datd
+ * makes pipes when both ends speak version 3: a socket passed in a message
+ * makes every close of a Unix socket on the host, while one is in flight,
+ * queue the kernel's garbage collector of in-flight sockets, which cost
+ * more than a tenth of the CPU of a connection. */
+#define DATP_CHANNEL_PIPES 0x1u
 
 /* datd -> an EP's client, just before the EV_CONN ESTABLISHED of the same
  * connection (same conn_id and ep_handle) on the same socket: the data
@@ -474,13 +487,14 @@ struct datp_ev_data_channel {
         uint32_t conn_id;
         uint64_t ep_handle;
         uint32_t kind;                 /* enum datp_channel_kind */
-        uint32_t nfds;                 /* == descriptors attached: shm 3 or 4, tcp 1 */
+        uint32_t nfds;                 /* == descriptors attached: shm 3 or 4 (with
+                                        * DATP_CHANNEL_PIPES 4 or 5), tcp 1 */
         uint64_t region_size;          /* shm: bytes of the memfd; tcp: 0 */
         uint32_t ring_size;            /* shm: data bytes of each direction's ring; tcp: 0 */
         uint32_t side;                 /* shm: 0 or 1, this end produces ring `side`; tcp: 0 */
         int32_t peer_pid;              /* the peer process when on this host, else 0 */
         uint32_t peer_uid;             /* its user, when peer_pid != 0 */
-        uint32_t flags;                /* none defined; 0 */
+        uint32_t flags;                /* DATP_CHANNEL_PIPES (version 3, shm), else 0 */
         uint32_t reserved;             /* 0 */
 };
 

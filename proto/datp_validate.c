@@ -619,16 +619,25 @@ static int check_ev_data_channel(const union datp_message *m, const char **reaso
                 return r;
         if (e->conn_id == 0 || e->ep_handle == 0)
                 return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: conn_id or ep_handle 0");
-        if (e->flags != 0 || e->reserved != 0)
-                return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: flags or reserved not zero");
+        if ((e->flags & ~DATP_CHANNEL_PIPES) != 0 || e->reserved != 0)
+                return refuse(reason, DATP_E_FIELD,
+                              "EV_DATA_CHANNEL: a flag not defined, or reserved not zero");
+        if ((e->flags & DATP_CHANNEL_PIPES) && (e->kind != DATP_CHANNEL_SHM || e->hdr.version < 3))
+                return refuse(reason, DATP_E_FIELD,
+                              "EV_DATA_CHANNEL: PIPES is version 3's, and only for shm");
         if (e->peer_pid < 0 || (e->peer_pid == 0 && e->peer_uid != 0))
                 return refuse(reason, DATP_E_FIELD,
                               "EV_DATA_CHANNEL: peer_pid negative, or a peer_uid without it");
         switch (e->kind) {
         case DATP_CHANNEL_SHM:
-                if (e->nfds < DATP_CHANNEL_SHM_FDS_MIN || e->nfds > DATP_CHANNEL_MAX_FDS)
+                if (!(e->flags & DATP_CHANNEL_PIPES) &&
+                    (e->nfds < DATP_CHANNEL_SHM_FDS_MIN || e->nfds > DATP_CHANNEL_SHM_FDS_MIN + 1))
                         return refuse(reason, DATP_E_FIELD,
                                       "EV_DATA_CHANNEL: shm with neither 3 nor 4 descriptors");
+                if ((e->flags & DATP_CHANNEL_PIPES) &&
+                    (e->nfds < DATP_CHANNEL_SHM_PIPES_FDS_MIN || e->nfds > DATP_CHANNEL_MAX_FDS))
+                        return refuse(reason, DATP_E_FIELD,
+                                      "EV_DATA_CHANNEL: shm with pipes, with neither 4 nor 5 descriptors");
                 if (e->side > 1)
                         return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: side neither 0 nor 1");
                 if (e->ring_size < DATP_CHANNEL_RING_MIN || e->ring_size > DATP_CHANNEL_RING_MAX ||

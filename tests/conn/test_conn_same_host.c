@@ -4,12 +4,14 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -747,6 +749,61 @@ Test(same_host, the_peer_bye_leaves_the_progress_thread_asleep)
         nanosleep(&nap, NULL);
         rounds = __atomic_load_n(&ia->dto.rounds, __ATOMIC_RELAXED) - rounds;
         cr_expect_lt(rounds, 50u, "the progress thread made %llu rounds waiting for datd's event",
+                     (unsigned long long)rounds);
+        cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
+        cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
+}
+
+/* The write end of the pipe whose read end is fd (another descriptor of
+ * this process, open for writing, on the same pipe), or -1. */
+static int pipe_writer_of(int fd)
+{
+        struct stat want, st;
+        int found = -1;
+
+        if (fstat(fd, &want) != 0 || !S_ISFIFO(want.st_mode))
+                return -1;
+        for (int i = 0; i < 1024 && found < 0; i++)
+                if (i != fd && fstat(i, &st) == 0 && S_ISFIFO(st.st_mode) &&
+                    st.st_ino == want.st_ino && st.st_dev == want.st_dev &&
+                    (fcntl(i, F_GETFL) & O_ACCMODE) == O_WRONLY)
+                        found = i;
+        return found;
+}
+
+/* A shm doorbell is a pipe (daemon/channel.h): once the peer's end closes
+ * its write end (it tore its end down, or died) epoll reports the read end
+ * hung up for as long as it is watched, asked for it or not.  The peer's
+ * end of the channel is gone then: the data path breaks
+ * (DAT_CONNECTION_EVENT_BROKEN) and the progress thread, which must stop
+ * watching it, sleeps.  Here the active end's write end is closed under it
+ * (replaced with /dev/null), its process still there. */
+Test(same_host, a_doorbell_hung_up_breaks_the_connection_and_the_thread_sleeps)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+        struct ep *p_ep;
+        struct timespec nap = { 0, 300 * 1000 * 1000 };
+        struct ia *ia = ia_lookup(p.ia);
+        uint64_t rounds;
+        int writer, null_fd;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        p_ep = ep_lookup(pep);
+        cr_assert(p_ep && p_ep->dto && ia);
+        writer = pipe_writer_of(p_ep->dto->ch->poll_fd);
+        cr_assert_geq(writer, 0, "the passive end's doorbell is no pipe with a writer here");
+        null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        cr_assert_geq(null_fd, 0);
+        cr_assert_eq(dup2(null_fd, writer), writer);
+        close(null_fd);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
+        cr_expect_eq(ep_state_of(pep), DAT_EP_STATE_DISCONNECTED);
+        rounds = __atomic_load_n(&ia->dto.rounds, __ATOMIC_RELAXED);
+        nanosleep(&nap, NULL);
+        rounds = __atomic_load_n(&ia->dto.rounds, __ATOMIC_RELAXED) - rounds;
+        cr_expect_lt(rounds, 50u, "the progress thread made %llu rounds after the hang-up",
                      (unsigned long long)rounds);
         cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
         cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);

@@ -27,6 +27,7 @@ int cc_open(struct cc *c, const char *socket_path, const char *ia_name)
 
         memset(c, 0, sizeof(*c));
         c->next_request_id = 1000;
+        c->version = raw_version;
         c->queue = calloc(CC_QUEUE, sizeof(*c->queue));
         if (!c->queue)
                 return -ENOMEM;
@@ -91,7 +92,7 @@ static int receive(struct cc *c, struct cc_event *e, long deadline)
         e->seq = ++c->seq;
         if (e->nfds > DATP_CHANNEL_MAX_FDS)
                 e->nfds = DATP_CHANNEL_MAX_FDS;     /* the rest were closed by datp_recv() */
-        if (datp_validate(&e->msg, (size_t) n, e->nfds, DATP_TO_CLIENT, RAW_VERSION, NULL) < 0) {
+        if (datp_validate(&e->msg, (size_t) n, e->nfds, DATP_TO_CLIENT, c->version, NULL) < 0) {
                 close_event_fds(e);
                 return -EBADMSG;
         }
@@ -128,6 +129,7 @@ int cc_call(struct cc *c, struct datp_header *req, void *reply, size_t size)
         int r;
 
         req->request_id = c->next_request_id++;
+        req->version = c->version;
         r = raw_send(c->fd, req, req->length);
         if (r < 0)
                 return r;

@@ -26,6 +26,7 @@ struct cc {
         int fd;
         uint32_t ia_id;
         uint32_t next_request_id;
+        uint16_t version;               /* negotiated: raw_version at cc_open */
         /* false (the default): every EV_DATA_CHANNEL is checked, its
          * descriptors closed and the event dropped, so that tests about
          * other things see the events they always saw; true: queued for

@@ -177,12 +177,14 @@ static int raw_call(int fd, const struct datp_header *req, void *reply, size_t s
         return 0;
 }
 
+uint16_t raw_version = DATP_VERSION_MAX;
+
 int raw_hello(int fd)
 {
         struct datp_hello_reply reply;
         struct datp_hello h;
 
-        raw_hello_init(&h, DATP_VERSION_MIN, DATP_VERSION_MAX);
+        raw_hello_init(&h, DATP_VERSION_MIN, raw_version);
         return raw_call(fd, &h.hdr, &reply, sizeof(reply));
 }
 

@@ -34,6 +34,7 @@
 #include "tests/daemon/bus-client.h"
 #include "tests/daemon/child.h"
 #include "tests/daemon/conn-expect.h"
+#include "tests/daemon/raw-client.h"
 #include "tests/harness.h"
 #include "tests/netns.h"
 
@@ -48,7 +49,9 @@ static pid_t kid;
 /* The channels of the last connection established_with_channels() made:
  * each end's event and descriptors (ca/fa: a's, cb/fb: b's). */
 static union datp_message ca, cb;
-static int fa[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1 }, fb[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1 };
+_Static_assert(DATP_CHANNEL_MAX_FDS == 5, "fa and fb start with every descriptor -1");
+static int fa[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 },
+           fb[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 };
 static uint32_t a_conn, b_conn;
 /* Two hosts (tests/netns.h): a on host 1 (passive), b on host 0 (active). */
 static struct test_net *net;
@@ -223,7 +226,8 @@ Test(datd_channel, shm_channel_precedes_established_on_both_ends)
         for (int i = 0; i < 2; i++) {
                 const struct datp_ev_data_channel *e = i ? &cb.ev_data_channel : &ca.ev_data_channel;
 
-                cr_expect_eq(e->nfds, 4, "with a pidfd of the peer");
+                cr_expect_eq(e->flags, DATP_CHANNEL_PIPES, "both ends speak version 3");
+                cr_expect_eq(e->nfds, 5, "with a pidfd of the peer");
                 cr_expect_eq(e->ring_size, RING_DEFAULT);
                 cr_expect_eq(e->region_size, shm_link_region_size(RING_DEFAULT));
                 cr_expect_eq(e->peer_pid, getpid());
@@ -235,11 +239,14 @@ Test(datd_channel, shm_channel_precedes_established_on_both_ends)
 }
 
 /* The region is a memfd sealed against resizing (and further sealing), of
- * region_size bytes; both ends get the same one, and each its own doorbell
- * socket and the socket that rings the peer's. */
+ * region_size bytes; both ends get the same one.  Each end gets the read
+ * end of its doorbell pipe, the write end of the peer's, and a read end of
+ * the peer's of its own: the peer's sleeper is not affected by what it
+ * does with it, and while it holds it, ringing the peer is never SIGPIPE. */
 Test(datd_channel, shm_region_is_a_sealed_memfd_shared_by_both_ends)
 {
-        struct stat sa, sb, x, y;
+        struct stat sa, sb, x;
+        uint64_t one = 1, got[4];
 
         start("shm", "");
         establish_with_channels(7002);
@@ -250,29 +257,86 @@ Test(datd_channel, shm_region_is_a_sealed_memfd_shared_by_both_ends)
         cr_expect_eq(sa.st_ino, sb.st_ino, "not the same region");
         cr_expect_eq(fcntl(fa[0], F_GET_SEALS) & SEALS, SEALS);
         cr_expect_lt(ftruncate(fa[0], 0), 0, "the region could shrink");
-        /* [1] mine, [2] the peer's: what b rings with [2] arrives at a's
-         * [1], and the other way round; datagram sockets, each end's own. */
-        {
-                uint64_t one = 1, got = 0;
-                int type = 0;
-                socklen_t len = sizeof(type);
-
-                cr_assert_eq(fstat(fa[1], &x), 0);
-                cr_expect(S_ISSOCK(x.st_mode));
-                cr_assert_eq(getsockopt(fa[1], SOL_SOCKET, SO_TYPE, &type, &len), 0);
-                cr_expect_eq(type, SOCK_DGRAM);
-                cr_assert_eq(send(fb[2], &one, sizeof(one), MSG_DONTWAIT), (ssize_t) sizeof(one));
-                cr_expect_eq(recv(fa[1], &got, sizeof(got), MSG_DONTWAIT), (ssize_t) sizeof(got));
-                cr_assert_eq(send(fa[2], &one, sizeof(one), MSG_DONTWAIT), (ssize_t) sizeof(one));
-                cr_expect_eq(recv(fb[1], &got, sizeof(got), MSG_DONTWAIT), (ssize_t) sizeof(got));
-                cr_expect_lt(recv(fa[1], &got, sizeof(got), MSG_DONTWAIT), 0, "rang twice");
-                (void)y;
+        for (int i = 1; i <= 3; i++) {
+                cr_assert_eq(fstat(fa[i], &x), 0);
+                cr_expect(S_ISFIFO(x.st_mode), "[%d] is no pipe", i);
+                cr_expect_eq(fcntl(fa[i], F_GETFL) & (O_ACCMODE | O_NONBLOCK),
+                             (i == 2 ? O_WRONLY : O_RDONLY) | O_NONBLOCK, "[%d]", i);
         }
+        /* [1] mine, [2] the peer's: what b rings with [2] arrives at a's
+         * [1], and the other way round. */
+        cr_assert_eq(write(fb[2], &one, sizeof(one)), (ssize_t) sizeof(one));
+        cr_expect_eq(read(fa[1], got, sizeof(got)), (ssize_t) sizeof(one));
+        cr_assert_eq(write(fa[2], &one, sizeof(one)), (ssize_t) sizeof(one));
+        cr_expect_eq(read(fb[1], got, sizeof(got)), (ssize_t) sizeof(one));
+        cr_expect_lt(read(fa[1], got, sizeof(got)), 0, "rang twice");
+        /* [3]: the pipe of the peer's [1], another open file: a blocking
+         * [3] leaves the sleeper's [1] non-blocking. */
+        cr_assert_eq(fstat(fb[1], &sb), 0);
+        cr_assert_eq(fstat(fa[3], &x), 0);
+        cr_expect_eq(x.st_ino, sb.st_ino, "a's [3] is not b's doorbell");
+        cr_assert_eq(fcntl(fa[3], F_SETFL, 0), 0);
+        cr_expect(fcntl(fb[1], F_GETFL) & O_NONBLOCK, "a changed b's doorbell");
+        /* b's sleeper is gone: ringing it is no SIGPIPE (this process
+         * would die of it). */
+        close(fb[1]);
+        fb[1] = -1;
+        cr_expect_eq(write(fa[2], &one, sizeof(one)), (ssize_t) sizeof(one));
         cr_expect_neq(fa[1], fa[2]);
         cr_expect_eq(datd_regions(), 1, "datd keeps the region while the connection is up");
         close_fds(fa);
         close_fds(fb);
         stop();
+}
+
+/* A client of version 2 or less knows no pipes: when either end speaks
+ * only version 2, both get version 2's doorbells, datagram sockets, the
+ * one the peer rings and the one that rings it. */
+Test(datd_channel, an_end_of_version_2_gets_socket_doorbells)
+{
+        for (int v3 = 0; v3 < 2; v3++) {
+                datd_stop(&d);
+                close_fds(fa);
+                close_fds(fb);
+                cr_assert_eq(datd_start(&d, "{\"log_level\": \"debug\", \"verbs\": false, \"ias\": ["
+                                           "{\"name\": \"shm\", \"transport\": \"shm\","
+                                           " \"address\": \"127.0.0.1\"}]}"), 0);
+                /* b (active) of version 2; a of version 3, then 2. */
+                raw_version = 2;
+                cr_assert_eq(cc_open(&b, d.socket_path, "shm"), 0);
+                raw_version = v3 ? 3 : 2;
+                cr_assert_eq(cc_open(&a, d.socket_path, "shm"), 0);
+                raw_version = DATP_VERSION_MAX;
+                cr_expect_eq(a.version, v3 ? 3 : 2);
+                a.keep_channels = b.keep_channels = true;
+                lo_len = cc_addr4(&lo, "127.0.0.1");
+                establish_with_channels(7010 + (uint64_t) v3);
+                for (int i = 0; i < 2; i++) {
+                        const struct datp_ev_data_channel *e = i ? &cb.ev_data_channel : &ca.ev_data_channel;
+                        int *fds = i ? fb : fa;
+                        int type = 0;
+                        socklen_t len = sizeof(type);
+
+                        cr_expect_eq(e->flags, 0);
+                        cr_expect_eq(e->nfds, 4, "the region, two sockets and the pidfd");
+                        for (int k = 1; k <= 2; k++) {
+                                cr_assert_eq(getsockopt(fds[k], SOL_SOCKET, SO_TYPE, &type, &len), 0);
+                                cr_expect_eq(type, SOCK_DGRAM);
+                        }
+                        cr_expect_eq(pidfd_pid(fds[3]), getpid());
+                }
+                {
+                        uint64_t one = 1, got = 0;
+
+                        cr_assert_eq(send(fb[2], &one, sizeof(one), MSG_DONTWAIT), (ssize_t) sizeof(one));
+                        cr_expect_eq(recv(fa[1], &got, sizeof(got), MSG_DONTWAIT), (ssize_t) sizeof(got));
+                }
+                cc_close(&a);
+                cc_close(&b);
+        }
+        close_fds(fa);
+        close_fds(fb);
+        cr_expect_eq(datd_stop(&d), 0, "datd's exit status after SIGTERM");
 }
 
 /* The two ends attach with shm_link and what one writes the other reads;
@@ -346,11 +410,11 @@ Test(datd_channel, pidfd_names_the_peer_and_the_region_goes_with_the_connection)
                 if (!ok)
                         ok = cc_channel(&k, &m, kfds, EV_MS) == 0 ? 0 : 3;
                 if (!ok)
-                        ok = m.ev_data_channel.nfds == 4 ? 0 : 4;
+                        ok = m.ev_data_channel.nfds == 5 ? 0 : 4;
                 if (!ok)
                         ok = m.ev_data_channel.peer_pid == getppid() ? 0 : 5;
                 if (!ok)
-                        ok = pidfd_pid(kfds[3]) == getppid() ? 0 : 6;
+                        ok = pidfd_pid(kfds[4]) == getppid() ? 0 : 6;
                 c = (char) ('0' + ok);
                 if (write(sync[1], &c, 1) != 1)
                         _exit(1);
@@ -365,12 +429,12 @@ Test(datd_channel, pidfd_names_the_peer_and_the_region_goes_with_the_connection)
         close(sync[0]);
         cr_expect_eq(c, '0', "the child's channel did not name this process (step %c)", c);
         cr_expect_eq(ch.ev_data_channel.peer_pid, kid);
-        cr_assert_eq(ch.ev_data_channel.nfds, 4);
-        cr_expect_eq(pidfd_pid(fds[3]), kid, "the pidfd does not name the peer");
+        cr_assert_eq(ch.ev_data_channel.nfds, 5);
+        cr_expect_eq(pidfd_pid(fds[4]), kid, "the pidfd does not name the peer");
         cr_expect_eq(datd_regions(), 1);
         /* The peer dies: its pidfd says so, the connection breaks, the region goes. */
         kill(kid, SIGKILL);
-        p = (struct pollfd) { .fd = fds[3], .events = POLLIN };
+        p = (struct pollfd) { .fd = fds[4], .events = POLLIN };
         cr_expect_eq(poll(&p, 1, EV_MS), 1, "the pidfd did not report the peer's death");
         cr_assert_eq(cc_event(&a, DATP_EV_CONN, &ev, EV_MS), 0);
         cr_expect_eq(ev.ev_conn.event, DAT_CONNECTION_EVENT_BROKEN);

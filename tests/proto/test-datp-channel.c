@@ -13,12 +13,15 @@ TestSuite(datp_channel, .timeout = 10);
 
 static union datp_message m;
 static unsigned attached;       /* descriptors "attached" to m */
+static uint16_t version;        /* negotiated, and m's */
 
-/* A valid shm channel: side 0, 4 descriptors (with the pidfd). */
+/* A valid shm channel of version 1: side 0, 4 descriptors (with the
+ * pidfd). */
 static void start_shm(void)
 {
         memset(&m, 0, sizeof(m));
-        datp_header_init(&m.hdr, DATP_EV_DATA_CHANNEL, 1, sizeof(m.ev_data_channel), 0);
+        version = 1;
+        datp_header_init(&m.hdr, DATP_EV_DATA_CHANNEL, version, sizeof(m.ev_data_channel), 0);
         m.ev_data_channel.ia_id = 7;
         m.ev_data_channel.conn_id = 11;
         m.ev_data_channel.ep_handle = 0x7f0000000700ull;
@@ -28,6 +31,17 @@ static void start_shm(void)
         m.ev_data_channel.region_size = 4096 + 2 * (4096 + 262144);
         m.ev_data_channel.peer_pid = 4242;
         m.ev_data_channel.peer_uid = 1000;
+}
+
+/* A valid shm channel of version 3 with pipes for doorbells: 5
+ * descriptors (with the pidfd). */
+static void start_shm_pipes(void)
+{
+        start_shm();
+        version = 3;
+        m.hdr.version = version;
+        m.ev_data_channel.flags = DATP_CHANNEL_PIPES;
+        m.ev_data_channel.nfds = attached = 5;
 }
 
 static void start_tcp(void)
@@ -44,7 +58,7 @@ static void start_tcp(void)
 static void expect_as(enum datp_direction dir, int code)
 {
         const char *reason = NULL;
-        int r = datp_validate(&m, m.hdr.length, attached, dir, 1, &reason);
+        int r = datp_validate(&m, m.hdr.length, attached, dir, version, &reason);
 
         cr_expect_eq(r, code, "got %d (%s), want %d", r, reason ? reason : "accepted", code);
         if (r < 0)
@@ -200,6 +214,9 @@ Test(datp_channel, ids_flags_reserved_and_request_id)
         m.ev_data_channel.flags = 1;
         expect(-DATP_E_FIELD);
         start_shm();
+        m.ev_data_channel.flags = 2;
+        expect(-DATP_E_FIELD);
+        start_shm();
         m.ev_data_channel.reserved = 1;
         expect(-DATP_E_FIELD);
         start_shm();
@@ -228,4 +245,37 @@ Test(datp_channel, wrong_size_is_a_size_error_not_a_descriptor_error)
         cr_expect_eq(datp_validate(&m, m.hdr.length, attached, DATP_TO_CLIENT, 1, NULL), -DATP_E_SIZE);
         start_shm();
         cr_expect_eq(datp_validate(&m, m.hdr.length, attached, DATP_TO_CLIENT, 0, NULL), -DATP_E_STATE);
+}
+
+/* Version 3: DATP_CHANNEL_PIPES, shm doorbells that are pipes, one more
+ * descriptor (a read end of the peer's pipe): 4 or 5 of them. */
+Test(datp_channel, pipes_are_version_3s_for_shm_with_4_or_5_descriptors)
+{
+        start_shm_pipes();
+        expect(DATP_OK);
+        m.ev_data_channel.nfds = attached = 4;
+        expect(DATP_OK);
+        m.ev_data_channel.nfds = attached = 3;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.nfds = attached = DATP_CHANNEL_MAX_FDS + 1;
+        expect(-DATP_E_FDS);
+        /* Without the flag, version 3 is version 1's shm: 3 or 4. */
+        start_shm_pipes();
+        m.ev_data_channel.flags = 0;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.nfds = attached = 4;
+        expect(DATP_OK);
+        /* Not before version 3, not on tcp, no other flag. */
+        start_shm_pipes();
+        version = m.hdr.version = 2;
+        expect(-DATP_E_FIELD);
+        start_shm_pipes();
+        m.ev_data_channel.kind = DATP_CHANNEL_TCP;
+        m.ev_data_channel.nfds = attached = 1;
+        m.ev_data_channel.ring_size = 0;
+        m.ev_data_channel.region_size = 0;
+        expect(-DATP_E_FIELD);
+        start_shm_pipes();
+        m.ev_data_channel.flags |= 4;
+        expect(-DATP_E_FIELD);
 }

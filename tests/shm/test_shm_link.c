@@ -15,6 +15,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -454,12 +455,13 @@ Test(shm_link, reads_after_the_peer_closed_drain_then_say_epipe, .init = link_se
 
 /* ---- doorbells ---------------------------------------------------------- */
 
-/* libdat's doorbells are datagram sockets (datd's socketpairs), one
- * datagram per ring: a drain takes them all, in batches, and leaves the
- * socket empty (a ring left would wake the sleeper again for nothing). */
+/* From a datd of protocol version 2, libdat's doorbells are datagram
+ * sockets (datd's socketpairs), one datagram per ring: a drain takes them
+ * all, in batches, and leaves the socket empty (a ring left would wake the
+ * sleeper again for nothing). */
 Test(shm_link, a_drain_takes_every_ring_of_a_datagram_doorbell)
 {
-        struct shm_link l = { .doorbell_mine = -1 };
+        struct shm_link l = { .doorbell_mine = -1, .doorbell_sock = true };
         uint64_t one = 1;
         int sv[2];
 
@@ -473,6 +475,26 @@ Test(shm_link, a_drain_takes_every_ring_of_a_datagram_doorbell)
                   "a ring was left");
         close(sv[0]);
         close(sv[1]);
+}
+
+/* Version 3's doorbells are pipes: the rings pile up as bytes, and a
+ * drain reads them all (in reads of several rings) and leaves the pipe
+ * empty. */
+Test(shm_link, a_drain_takes_every_ring_of_a_pipe_doorbell)
+{
+        struct shm_link l = { .doorbell_mine = -1 };
+        uint64_t one = 1;
+        int p[2];
+
+        cr_assert_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+        for (int i = 0; i < 20; i++)
+                cr_assert_eq(write(p[1], &one, sizeof(one)), (ssize_t)sizeof(one));
+        l.doorbell_mine = p[0];
+        shm_link_doorbell_drain(&l);
+        errno = 0;
+        cr_expect(read(p[0], &one, sizeof(one)) < 0 && errno == EAGAIN, "a ring was left");
+        close(p[0]);
+        close(p[1]);
 }
 
 Test(shm_link, writer_rings_no_doorbell_while_the_reader_has_not_armed, .init = link_setup, .fini = link_teardown)
