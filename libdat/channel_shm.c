@@ -185,9 +185,11 @@ int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
         r = shm_region_map(fds[0], (size_t)ev->region_size, &s->mem, &s->size);
         if (r == 0 && s->size != ev->region_size)
                 r = -EPROTO;
-        if (r == 0)
+        if (r == 0) {
+                shm_link_prefault(s->mem, s->size, ev->ring_size);
                 r = shm_link_attach(s->mem, s->size, ev->ring_size, ev->side, fds[1], fds[2],
                                     &s->link);
+        }
         if (r < 0) {
                 if (s->mem)
                         shm_region_unmap(s->mem, s->size);

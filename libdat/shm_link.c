@@ -39,10 +39,15 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/macro.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23          /* Linux 5.14, glibc 2.35 */
+#endif
 
 /* Two lines apart: some cores prefetch cache lines in adjacent pairs, and
  * words the two ends write must never share one. */
@@ -149,6 +154,22 @@ int shm_link_init_fd(int fd, size_t size, uint32_t ring_size)
         if (n < 0)
                 return -errno;
         return n == (ssize_t)sizeof(h) ? 0 : -EIO;
+}
+
+void shm_link_prefault(void *mem, size_t size, uint32_t ring_size)
+{
+        /* Ring 0 follows the header: one range for both. */
+        size_t end[2] = { SHM_LINK_HEADER, SHM_LINK_HEADER + ring_span(ring_size) };
+        size_t start[2] = { 0, end[1] };
+
+        if (!ring_size_allowed(ring_size) || size < shm_link_region_size(ring_size))
+                return;
+        for (unsigned r = 0; r < 2; r++) {
+                end[r] += LINK_CTL_SIZE + SHM_LINK_RING_MIN;
+                /* EINVAL before Linux 5.14: the pages fault in as they did. */
+                (void)madvise((unsigned char *)mem + start[r], end[r] - start[r],
+                              MADV_POPULATE_WRITE);
+        }
 }
 
 /* A ring's place: page aligned, inside the region, after the header. */

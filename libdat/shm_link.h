@@ -117,6 +117,12 @@ int shm_link_init_fd(int fd, size_t size, uint32_t ring_size);
 int shm_link_attach(void *mem, size_t size, uint32_t ring_size, unsigned side, int doorbell_mine,
                     int doorbell_peer, struct shm_link *out);
 
+/* Before attaching: maps in, writable, the pages every connection touches
+ * (the header, each ring's control block and first data page, where
+ * shm_link_init lays them out): two system calls instead of a page fault
+ * for each.  Only a hint: nothing fails if it does. */
+void shm_link_prefault(void *mem, size_t size, uint32_t ring_size);
+
 /* Producer: copies up to the free room of the iovec into the tx ring, as
  * one record or (beyond a quarter of the ring, so that the consumer can
  * start on the first while the rest is copied) several, and publishes
