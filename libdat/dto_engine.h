@@ -122,6 +122,7 @@ struct dto_ep {
         bool app_watched;               /* in its epoll of application polls (dto_ia.c) */
         uint32_t slot;                  /* ... at this slot */
         unsigned poll_events;           /* what epoll watches its channel for */
+        bool off_epoll;                 /* its channel left the epoll for good (dto_ia_quiet) */
         /* The progress thread armed the channel without data (its receive
          * side was blocked, dto_rx_blocked): whoever unblocks it must kick
          * the progress thread to watch for data again (dto_work_left). */

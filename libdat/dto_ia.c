@@ -163,6 +163,7 @@ int dto_ia_add(struct dto_ep *d)
         t->slots[slot].gen++;
         d->poll_events = d->ch->ops->poll_events(d->ch, true, false);
         d->rx_unwatched = false;
+        __atomic_store_n(&d->off_epoll, false, __ATOMIC_RELAXED);
         r = watch(t, d->ch->poll_fd, d->poll_events,
                   slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
         if (r == 0 && d->ch->peer_pidfd >= 0)
@@ -192,10 +193,13 @@ int dto_ia_add(struct dto_ep *d)
 void dto_ia_quiet(struct dto_ep *d)
 {
         /* epoll needs no lock of ours; the table entry stays until the
-         * data path stops (a second DEL then fails harmlessly).  Nothing
-         * left on: quiet_all has nothing to take off. */
+         * data path stops, which then makes no second DEL (should the two
+         * race, a DEL too many fails harmlessly, and one too few is made
+         * by the close of the descriptor).  Nothing left on: quiet_all has
+         * nothing to take off. */
         (void)epoll_ctl(table_of(d)->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
         d->poll_events = 0;
+        __atomic_store_n(&d->off_epoll, true, __ATOMIC_RELAXED);
 }
 
 void dto_ia_remove_nowait(struct dto_ep *d)
@@ -207,7 +211,8 @@ void dto_ia_remove_nowait(struct dto_ep *d)
                 t->slots[d->slot].d = NULL;
                 t->n_used--;
                 app_unwatch(t, d);
-                (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
+                if (!__atomic_load_n(&d->off_epoll, __ATOMIC_RELAXED))
+                        (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
                 if (d->ch->peer_pidfd >= 0)
                         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
                 d->registered = false;
