@@ -27,6 +27,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/macro.h"
@@ -533,9 +534,9 @@ Test(shm_link, prefault_maps_in_the_pages_every_connection_touches)
         cr_assert_eq(shm_region_map(g.fd, g.size, &cold, &size), 0);
         long n = faults_touching(cold, g.ring_size);
         /* The kernel maps a few neighbours of a read fault that are in
-         * memory already (the header and control blocks datd wrote), not
-         * pages never touched (the data). */
-        cr_expect_geq(n, 3, "without it, only %ld faults", n);
+         * memory already (the header and control blocks datd wrote), never
+         * pages not touched before: each ring's first data page faults. */
+        cr_expect_geq(n, 2, "without it, only %ld faults", n);
         cr_assert_eq(shm_region_map(g.fd, g.size, &warm, &size), 0);
         shm_link_prefault(warm, size, g.ring_size);
         cr_expect_eq(faults_touching(warm, g.ring_size), 0);
@@ -690,7 +691,9 @@ Test(shm_link, write_refuses_a_consumer_counter_backwards_or_past_what_was_writt
 
 /* A child rewrites every shared word of the link with random values while
  * the parent keeps reading, writing and arming: every answer stays in its
- * range and nothing lands outside the caller's buffers. */
+ * range and nothing lands outside the caller's buffers.  The parent goes
+ * on until the child has scribbled a while (it may get no CPU at first,
+ * when the other tests of the file run beside it), within 10 s. */
 Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_end)
 {
         struct fixture f = fixture_new(RING);
@@ -700,11 +703,16 @@ Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_en
         size_t words[] = { CTL_WANT_ROOM, CTL_CLOSED, CTL_CONSUMED, CTL_SLEEPING, CTL_SIZE,
                            CTL_SIZE + CELL, CTL_SIZE + RING - CELL };
         uint64_t rng = 99;
-        unsigned proto = 0;
+        unsigned refused = 0;
         int started[2];
         char c;
         pid_t pid;
 
+        uint64_t *scribbles = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                   -1, 0);
+        time_t end = time(NULL) + 10;
+
+        cr_assert_neq(scribbles, MAP_FAILED);
         cr_assert_eq(end_attach(&f, f.mem, 0, &e0), 0);
         cr_assert_eq(pipe(started), 0);
         pid = fork_child();
@@ -712,7 +720,7 @@ Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_en
                 uint64_t s = 7;
 
                 (void)!write(started[1], "", 1);
-                for (;;) {
+                for (;; __atomic_add_fetch(scribbles, 1, __ATOMIC_RELAXED)) {
                         size_t ctl = (size_t)get_u64(f.mem, rng_next(&s) & 1 ? OFF_RING1 : OFF_RING0);
                         size_t w = words[rng_next(&s) % ARRAY_SIZE(words)];
                         uint64_t v = rng_next(&s);
@@ -732,7 +740,8 @@ Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_en
         close(started[0]);
         close(started[1]);
         memset(buf, 0xee, sizeof(buf));
-        for (int i = 0; i < 2000000; i++) {
+        for (int i = 0; i < 2000000 || (__atomic_load_n(scribbles, __ATOMIC_RELAXED) < 1000000 &&
+                                        time(NULL) < end); i++) {
                 size_t n = 1 + rng_next(&rng) % BUF;
                 ssize_t r;
 
@@ -755,14 +764,20 @@ Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_en
                 }
                 cr_assert(r == -EPROTO || r == -EPIPE || (r >= 0 && (size_t)r <= n),
                           "answer %zd for %zu bytes", r, n);
-                proto += r == -EPROTO;
+                /* Nothing else closes the link or breaks its rules: a
+                 * scribbled `closed` flag is noticed as -EPIPE (and may
+                 * be all there is to notice for a while), the rest as
+                 * -EPROTO. */
+                refused += r == -EPROTO || r == -EPIPE;
         }
         cr_expect_eq(reap(pid, true), 128 + SIGKILL);
         for (size_t i = 0; i < GUARD; i++) {
                 cr_assert_eq(buf[i], 0xee);
                 cr_assert_eq(buf[GUARD + BUF + i], 0xee);
         }
-        cr_expect_gt(proto, 0, "the scribbling was noticed");
+        cr_expect_gt(refused, 0, "the scribbling was not noticed (%llu scribbles)",
+                     (unsigned long long)__atomic_load_n(scribbles, __ATOMIC_RELAXED));
+        munmap(scribbles, 4096);
         fixture_free(&f);
 }
 
