@@ -34,13 +34,18 @@ static void close_forget(int *fd)
 }
 
 /* A pipe, both ends non-blocking, and a second read end that is an open
- * file of its own (a dup would share the first one's flags). */
+ * file of its own (a dup would share the first one's flags).  One page of
+ * buffer, room for 512 rings where one per announced sleep is made: the
+ * kernel counts 16 pages for a new pipe against its owner's user (root's,
+ * shared with every other root process), and past
+ * /proc/sys/fs/pipe-user-pages-soft that user's new pipes get 2. */
 static int doorbell_pipe(int ends[2], int *guard)
 {
         char path[64];
 
         if (pipe2(ends, O_CLOEXEC | O_NONBLOCK) < 0)
                 return -errno;
+        (void)fcntl(ends[0], F_SETPIPE_SZ, (int)sysconf(_SC_PAGESIZE));
         snprintf(path, sizeof(path), "/proc/self/fd/%d", ends[0]);
         *guard = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         return *guard < 0 ? -errno : 0;

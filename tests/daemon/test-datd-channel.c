@@ -263,6 +263,9 @@ Test(datd_channel, shm_region_is_a_sealed_memfd_shared_by_both_ends)
                 cr_expect_eq(fcntl(fa[i], F_GETFL) & (O_ACCMODE | O_NONBLOCK),
                              (i == 2 ? O_WRONLY : O_RDONLY) | O_NONBLOCK, "[%d]", i);
         }
+        /* One page of buffer (daemon/channel.c). */
+        cr_expect_eq(fcntl(fa[1], F_GETPIPE_SZ), sysconf(_SC_PAGESIZE));
+        cr_expect_eq(fcntl(fb[1], F_GETPIPE_SZ), sysconf(_SC_PAGESIZE));
         /* [1] mine, [2] the peer's: what b rings with [2] arrives at a's
          * [1], and the other way round. */
         cr_assert_eq(write(fb[2], &one, sizeof(one)), (ssize_t) sizeof(one));
