@@ -87,11 +87,11 @@ static void shm_hangup(struct channel *ch)
 
 static unsigned shm_poll_events(struct channel *ch, bool want_data, bool want_room)
 {
+        (void)ch;
         (void)want_data;
         (void)want_room;
-        /* Room and data both ring the same doorbell; one that cannot ring
-         * again is not watched (the caller took it off). */
-        return __atomic_load_n(&to_shm(ch)->hung_up, __ATOMIC_RELAXED) ? 0 : EPOLLIN;
+        /* Room and data both ring the same doorbell. */
+        return EPOLLIN;
 }
 
 static void shm_shutdown(struct channel *ch)
@@ -156,11 +156,11 @@ static bool doorbell_pipe_ok(int fd, int mode)
 /* The descriptors of ev's kind of doorbells: the count, and each one. */
 static bool doorbells_ok(const struct datp_ev_data_channel *ev, const int *fds, unsigned nfds)
 {
+        if (nfds < datp_channel_shm_fds(ev->flags) || nfds > datp_channel_shm_fds(ev->flags) + 1)
+                return false;
         if (!(ev->flags & DATP_CHANNEL_PIPES))
-                return nfds >= DATP_CHANNEL_SHM_FDS_MIN && nfds <= DATP_CHANNEL_SHM_FDS_MIN + 1 &&
-                       doorbell_socket_ok(fds[1]) && doorbell_socket_ok(fds[2]);
-        return nfds >= DATP_CHANNEL_SHM_PIPES_FDS_MIN && nfds <= DATP_CHANNEL_MAX_FDS &&
-               doorbell_pipe_ok(fds[1], O_RDONLY) && doorbell_pipe_ok(fds[2], O_WRONLY) &&
+                return doorbell_socket_ok(fds[1]) && doorbell_socket_ok(fds[2]);
+        return doorbell_pipe_ok(fds[1], O_RDONLY) && doorbell_pipe_ok(fds[2], O_WRONLY) &&
                doorbell_pipe_ok(fds[3], O_RDONLY);
 }
 
@@ -168,12 +168,12 @@ int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
                        struct channel **out)
 {
         bool pipes = ev->flags & DATP_CHANNEL_PIPES;
-        unsigned pidfd_at = pipes ? 4 : 3;
+        unsigned pidfd_at = datp_channel_shm_fds(ev->flags);
         struct channel_shm *s;
         int r;
 
-        if (nfds < DATP_CHANNEL_SHM_FDS_MIN || nfds > DATP_CHANNEL_MAX_FDS || ev->side > 1 ||
-            ev->region_size != shm_link_region_size(ev->ring_size) || !doorbells_ok(ev, fds, nfds)) {
+        if (ev->side > 1 || ev->region_size != shm_link_region_size(ev->ring_size) ||
+            !doorbells_ok(ev, fds, nfds)) {
                 channel_close_fds(fds, nfds);
                 return -EPROTO;
         }

@@ -451,7 +451,8 @@ static int arm_all(struct dto_ia *t)
                         want_room = dto_tx_pending(d);
                         want_data = !dto_rx_blocked(d);
                         events = d->ch->ops->poll_events(d->ch, want_data, want_room);
-                        if (events != d->poll_events) {
+                        /* Off the epoll for good (a hung-up channel): nothing to change. */
+                        if (events != d->poll_events && !d->off_epoll) {
                                 struct epoll_event ev = {
                                         .events = events,
                                         .data.u64 = slot_key(i, t->slots[i].gen, EV_CHANNEL),

@@ -476,6 +476,14 @@ enum datp_channel_kind {
  * more than a tenth of the CPU of a connection. */
 #define DATP_CHANNEL_PIPES 0x1u
 
+/* The descriptors a shm EV_DATA_CHANNEL with these flags carries without
+ * the optional pidfd, which is the one after them (the index of the
+ * pidfd). */
+static inline unsigned datp_channel_shm_fds(uint32_t flags)
+{
+        return flags & DATP_CHANNEL_PIPES ? DATP_CHANNEL_SHM_PIPES_FDS_MIN : DATP_CHANNEL_SHM_FDS_MIN;
+}
+
 /* datd -> an EP's client, just before the EV_CONN ESTABLISHED of the same
  * connection (same conn_id and ep_handle) on the same socket: the data
  * channel, its descriptors attached (SCM_RIGHTS, nfds of them).  The

@@ -630,14 +630,12 @@ static int check_ev_data_channel(const union datp_message *m, const char **reaso
                               "EV_DATA_CHANNEL: peer_pid negative, or a peer_uid without it");
         switch (e->kind) {
         case DATP_CHANNEL_SHM:
-                if (!(e->flags & DATP_CHANNEL_PIPES) &&
-                    (e->nfds < DATP_CHANNEL_SHM_FDS_MIN || e->nfds > DATP_CHANNEL_SHM_FDS_MIN + 1))
+                if (e->nfds < datp_channel_shm_fds(e->flags) ||
+                    e->nfds > datp_channel_shm_fds(e->flags) + 1)
                         return refuse(reason, DATP_E_FIELD,
-                                      "EV_DATA_CHANNEL: shm with neither 3 nor 4 descriptors");
-                if ((e->flags & DATP_CHANNEL_PIPES) &&
-                    (e->nfds < DATP_CHANNEL_SHM_PIPES_FDS_MIN || e->nfds > DATP_CHANNEL_MAX_FDS))
-                        return refuse(reason, DATP_E_FIELD,
-                                      "EV_DATA_CHANNEL: shm with pipes, with neither 4 nor 5 descriptors");
+                                      e->flags & DATP_CHANNEL_PIPES
+                                              ? "EV_DATA_CHANNEL: shm with pipes, with neither 4 nor 5 descriptors"
+                                              : "EV_DATA_CHANNEL: shm with neither 3 nor 4 descriptors");
                 if (e->side > 1)
                         return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: side neither 0 nor 1");
                 if (e->ring_size < DATP_CHANNEL_RING_MIN || e->ring_size > DATP_CHANNEL_RING_MAX ||
