@@ -25,12 +25,24 @@ struct channel_ops {
         /* Reads what is there into iov: bytes read (0 when nothing is),
          * or -errno (-EPIPE: the peer closed and everything was read). */
         ssize_t (*readv)(struct channel *ch, const struct iovec *iov, int iovcnt);
+        /* The stream's next bytes where they lie, lent without a copy (at
+         * most max of them, and only whole units of the channel's own:
+         * never a part of one), or NULL: read them.  Lent until consume,
+         * which the borrower calls before it reads again; the peer may
+         * still write them.  With NULL, *len is 0 when a read would
+         * return 0 now (nothing there, the stream not ended), else not 0.
+         * NULL op: the channel never lends (TCP). */
+        const void *(*peek)(struct channel *ch, size_t max, size_t *len);
+        /* Returns whether more bytes are there already (false: a read
+         * now would likely find nothing). */
+        bool (*consume)(struct channel *ch);
         /* A cheap hint: bytes may be waiting to be read. */
         bool (*readable)(struct channel *ch);
         /* The progress thread is about to sleep on poll_fd: ask to be woken
-         * for data (and for room, if want_room).  False: do not sleep, work
-         * is there. */
-        bool (*arm)(struct channel *ch, bool want_room);
+         * for data if want_data (not while the data path takes nothing in:
+         * data waiting is then no work), and for room if want_room.  False:
+         * do not sleep, work is there. */
+        bool (*arm)(struct channel *ch, bool want_data, bool want_room);
         /* Stop asking to be woken (the progress thread woke up). */
         void (*disarm)(struct channel *ch);
         /* poll_fd polled readable: reset it. */

@@ -55,6 +55,23 @@ static ssize_t shm_readv(struct channel *ch, const struct iovec *iov, int iovcnt
         return n < 0 ? -EPIPE : n;
 }
 
+static const void *shm_peek(struct channel *ch, size_t max, size_t *len)
+{
+        struct channel_shm *s = to_shm(ch);
+        const void *p = shm_link_peek(&s->link, max, len);
+
+        /* An empty ring at the end of the stream: a read says so. */
+        if (!p && *len == 0 &&
+            (__atomic_load_n(&s->hung_up, __ATOMIC_RELAXED) || shm_link_peer_closed(&s->link)))
+                *len = 1;
+        return p;
+}
+
+static bool shm_consume(struct channel *ch)
+{
+        return shm_link_consume(&to_shm(ch)->link);
+}
+
 static bool shm_readable(struct channel *ch)
 {
         struct channel_shm *s = to_shm(ch);
@@ -63,9 +80,17 @@ static bool shm_readable(struct channel *ch)
                __atomic_load_n(&s->hung_up, __ATOMIC_RELAXED);
 }
 
-static bool shm_arm(struct channel *ch, bool want_room)
+static bool shm_arm(struct channel *ch, bool want_data, bool want_room)
 {
-        return shm_link_arm(&to_shm(ch)->link, want_room);
+        struct shm_link *l = &to_shm(ch)->link;
+
+        /* A frame that waits for a receive takes nothing more in: the
+         * records behind it are no reason to stay awake (the receive's
+         * post kicks the progress thread, the waiting time ends in its
+         * timeout). */
+        if (want_data)
+                return shm_link_arm(l, want_room);
+        return want_room ? shm_link_arm_room(l) : true;
 }
 
 static void shm_disarm(struct channel *ch)
@@ -122,6 +147,8 @@ static const struct channel_ops shm_ops = {
         .name = "shm",
         .writev = shm_writev,
         .readv = shm_readv,
+        .peek = shm_peek,
+        .consume = shm_consume,
         .readable = shm_readable,
         .arm = shm_arm,
         .disarm = shm_disarm,

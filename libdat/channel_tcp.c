@@ -139,9 +139,10 @@ static bool tcp_readable(struct channel *ch)
         return !to_tcp(ch)->eof;
 }
 
-static bool tcp_arm(struct channel *ch, bool want_room)
+static bool tcp_arm(struct channel *ch, bool want_data, bool want_room)
 {
         (void)ch;
+        (void)want_data;
         (void)want_room;
         return true;
 }

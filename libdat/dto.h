@@ -106,6 +106,7 @@ struct dto_ia {
         bool initialized;
         struct dto_ia_slot *slots;
         uint32_t n_slots, n_used;
+        uint32_t slots_end;             /* one past the last slot in use: loops stop there */
         int epfd;                       /* the progress thread's epoll, -1 before it runs */
         int kick_fd;                    /* eventfd: look at every data path again */
         uint32_t n_stalled;             /* data paths whose Send waits for a receive */

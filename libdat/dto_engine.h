@@ -213,8 +213,11 @@ struct dto_ep {
         bool rx_recv_srq;
         DAT_LMR_TRIPLET rx_srq_iov[DTO_MAX_SEGS]; /* an SRQ buffer's segments */
         bool rx_fatal;                  /* the frame is refused: its response ends the connection */
-        /* Bytes read ahead of the frame being parsed (dto_rx.c, rx_read). */
+        /* Bytes read ahead of the frame being parsed (dto_rx.c, rx_read):
+         * in rx_stash, or lent by the channel (rx_lent, its peek) for the
+         * length of one dto_rx_poll at most. */
         uint32_t rx_stash_len, rx_stash_off;
+        const unsigned char *rx_lent;
         unsigned char rx_stash[DTO_STASH];
         bool rx_drained;                /* this poll's last read found the channel empty */
         bool rx_seq_taken;              /* the request's seq was checked and counted */

@@ -176,6 +176,8 @@ int dto_ia_add(struct dto_ep *d)
         }
         t->slots[slot].d = d;
         t->n_used++;
+        if (slot >= t->slots_end)
+                t->slots_end = slot + 1;
         d->slot = slot;
         d->registered = true;
         app_watch(t, d, slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
@@ -210,6 +212,8 @@ void dto_ia_remove_nowait(struct dto_ep *d)
         if (d->registered) {
                 t->slots[d->slot].d = NULL;
                 t->n_used--;
+                while (t->slots_end > 0 && !t->slots[t->slots_end - 1].d)
+                        t->slots_end--;
                 app_unwatch(t, d);
                 if (!__atomic_load_n(&d->off_epoll, __ATOMIC_RELAXED))
                         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
@@ -336,7 +340,7 @@ static bool poll_all(struct dto_ia *t, bool wait)
                 return false;
         if (!wait)
                 seq = ask_readiness(t);
-        for (uint32_t i = 0; i < t->n_slots && n_failed < POLL_FAILED_MAX; i++) {
+        for (uint32_t i = 0; i < t->slots_end && n_failed < POLL_FAILED_MAX; i++) {
                 struct dto_ep *d = t->slots[i].d;
                 bool f = false;
 
@@ -433,7 +437,7 @@ static int arm_all(struct dto_ia *t)
         bool work = false;
 
         pthread_mutex_lock(&t->lock);
-        for (uint32_t i = 0; i < t->n_slots; i++) {
+        for (uint32_t i = 0; i < t->slots_end; i++) {
                 struct dto_ep *d = t->slots[i].d;
                 bool want_room, want_data;
                 unsigned events;
@@ -468,7 +472,7 @@ static int arm_all(struct dto_ia *t)
                          * channel is full (room wakes us, and it goes out
                          * with the rest): counted then, it made this
                          * thread spin on a peer that reads nothing. */
-                        if (!d->ch->ops->arm(d->ch, want_room) ||
+                        if (!d->ch->ops->arm(d->ch, want_data, want_room) ||
                             (d->ack_owed != d->ack_sent && !want_room) || dto_rx_stashed(d))
                                 work = true;
                         if (d->rnr_deadline_ns && (!next || d->rnr_deadline_ns < next))
@@ -548,7 +552,7 @@ static void quiet_all(struct dto_ia *t)
                 pthread_mutex_unlock(&t->lock);
                 return;
         }
-        for (uint32_t i = 0; i < t->n_slots; i++) {
+        for (uint32_t i = 0; i < t->slots_end; i++) {
                 struct dto_ep *d = t->slots[i].d;
                 struct epoll_event ev = { .events = 0 };
 
@@ -650,6 +654,26 @@ static bool plan_wait(struct dto_ia *t, uint64_t last_work, unsigned *quiet_roun
         return true;
 }
 
+/* epoll_pwait2 (Linux 5.11) waits to the nanosecond; where it is missing
+ * (older kernels, seccomp filters, valgrind) epoll_wait waits the same
+ * bound rounded up to the millisecond. */
+static int wait_events(int epfd, struct epoll_event *evs, const struct timespec *tsp)
+{
+        static bool no_pwait2;
+        int n;
+
+        if (!__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
+                n = epoll_pwait2(epfd, evs, EVENTS_MAX, tsp, NULL);
+                if (n >= 0 || errno != ENOSYS)
+                        return n;
+                __atomic_store_n(&no_pwait2, true, __ATOMIC_RELAXED);
+        }
+        if (!tsp)
+                return epoll_wait(epfd, evs, EVENTS_MAX, -1);
+        return epoll_wait(epfd, evs, EVENTS_MAX,
+                          (int)(tsp->tv_sec * 1000 + (tsp->tv_nsec + 999999) / 1000000));
+}
+
 bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *), void *arg)
 {
         struct dto_ia *t = &ia->dto;
@@ -666,7 +690,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                 struct timespec ts, *tsp;
                 bool streaming = last_work && last_work - prev_work < PROGRESS_SPIN_NS;
                 bool all = plan_wait(t, streaming ? last_work : 0, &quiet_rounds, &ts, &tsp), moved = false;
-                int n = epoll_pwait2(t->epfd, evs, EVENTS_MAX, tsp, NULL);
+                int n = wait_events(t->epfd, evs, tsp);
 
                 __atomic_store_n(&t->rounds, t->rounds + 1, __ATOMIC_RELAXED);
                 __atomic_store_n(&t->unarmed, false, __ATOMIC_RELAXED);

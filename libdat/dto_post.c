@@ -44,7 +44,6 @@ static DAT_RETURN check_segments(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPL
                                  DAT_MEM_PRIV_FLAGS priv, uint64_t *total, bool *outside)
 {
         struct ia *ia = ep_ia(ep);
-        const struct dat_object *pz = ep_pz_object(ep);
 
         *total = 0;
         *outside = false;
@@ -62,7 +61,7 @@ static DAT_RETURN check_segments(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPL
                 default:
                         return DAT_ERR(DAT_PRIVILEGES_VIOLATION, DAT_NO_SUBTYPE);
                 }
-                if (&lmr->pz->obj != pz)
+                if (!ep_pz_is(ep, &lmr->pz->obj))
                         return DAT_ERR(DAT_PROTECTION_VIOLATION, DAT_NO_SUBTYPE);
                 *total += iov[i].segment_length;
         }

@@ -260,7 +260,7 @@ static bool rdma_target_len(struct dto_ep *d, DAT_MEM_PRIV_FLAGS priv, uint64_t 
         if (rmr_context_find(d->ia, d->rx.rmr_context, d->rx.addr, len, priv, &lmr, &pz) !=
             DAT_SUCCESS)
                 return false;
-        if (!pz || &pz->obj != ep_pz_object(d->ep))
+        if (!pz || !ep_pz_is(d->ep, &pz->obj))
                 return false;
         *target = (struct iovec){ (void *)(uintptr_t)d->rx.addr, (size_t)len };
         return true;
@@ -604,6 +604,49 @@ static void on_payload_done(struct dto_ep *d, struct dto_batch *b)
         }
 }
 
+/* The stash is empty: borrows the channel's next unit of bytes (a whole
+ * shm record that fits the stash) as the stash, instead of copying it in.
+ * LEND_READ: the channel lends none, read it; LEND_EMPTY: nothing is
+ * there.  On shm a small frame then costs no copy into the stash: its
+ * header is copied out once (and checked in our copy), its payload
+ * straight into place. */
+enum lend_result { LEND_READ, LEND_EMPTY, LEND_LENT };
+
+static enum lend_result lend(struct dto_ep *d)
+{
+        const void *p;
+        size_t len = 1;
+
+        if (!d->ch->ops->peek)
+                return LEND_READ;
+        p = d->ch->ops->peek(d->ch, sizeof(d->rx_stash), &len);
+        if (!p)
+                return len == 0 ? LEND_EMPTY : LEND_READ;
+        d->rx_lent = p;
+        d->rx_stash_len = (uint32_t)len;
+        d->rx_stash_off = 0;
+        return LEND_LENT;
+}
+
+/* Ends a loan before dto_rx_poll returns: what is left of the lent bytes
+ * (a frame that waits, stalled) moves into the stash, and the channel gets
+ * its unit back.  So nothing stays lent between polls: the ring's room is
+ * never held by a stalled frame, and a channel that looks empty to the
+ * progress thread's arming is empty. */
+static void lend_end(struct dto_ep *d)
+{
+        size_t left;
+
+        if (!d->rx_lent)
+                return;
+        left = d->rx_stash_len - d->rx_stash_off;
+        memmove(d->rx_stash, d->rx_lent + d->rx_stash_off, left);
+        d->rx_stash_len = (uint32_t)left;
+        d->rx_stash_off = 0;
+        d->rx_lent = NULL;
+        (void)d->ch->ops->consume(d->ch);
+}
+
 /* Reads from the channel into iov (n entries, n <= DTO_MAX_SEGS + 1),
  * through the stash: what an earlier read took beyond what it needed
  * comes first, and a read asks the channel for up to DTO_STASH more bytes
@@ -626,11 +669,19 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
         for (int i = 0; i < n; i++)
                 want += iov[i].iov_len;
         if (d->rx_stash_off >= d->rx_stash_len && want <= DTO_RX_SMALL) {
-                /* A header or a small payload: read into the stash alone
-                 * (one buffer is the channel's cheapest read), then serve
-                 * from it below. */
+                /* A header or a small payload: borrow the channel's bytes,
+                 * or read into the stash alone (one buffer is the
+                 * channel's cheapest read); then serve from the stash
+                 * below. */
                 struct iovec s = { d->rx_stash, sizeof(d->rx_stash) };
+                enum lend_result l = lend(d);
 
+                if (l == LEND_EMPTY) {
+                        d->rx_drained = true;
+                        return 0;
+                }
+                if (l == LEND_LENT)
+                        goto serve;
                 r = d->ch->ops->readv(d->ch, &s, 1);
                 d->rx_drained = r >= 0 && (size_t)r < sizeof(d->rx_stash);
                 if (r <= 0)
@@ -638,17 +689,26 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
                 d->rx_stash_len = (uint32_t)r;
                 d->rx_stash_off = 0;
         }
+serve:
         if (d->rx_stash_off < d->rx_stash_len) {
+                const unsigned char *from = d->rx_lent ? d->rx_lent : d->rx_stash;
+
                 for (int i = 0; i < n && d->rx_stash_off < d->rx_stash_len; i++) {
                         size_t k = d->rx_stash_len - d->rx_stash_off;
 
                         if (k > iov[i].iov_len)
                                 k = iov[i].iov_len;
-                        memcpy(iov[i].iov_base, d->rx_stash + d->rx_stash_off, k);
+                        memcpy(iov[i].iov_base, from + d->rx_stash_off, k);
                         d->rx_stash_off += (uint32_t)k;
                         got += k;
                         if (k < iov[i].iov_len)
                                 break;
+                }
+                /* Nothing behind the lent bytes: no more reads this poll,
+                 * as after a short read. */
+                if (d->rx_lent && d->rx_stash_off == d->rx_stash_len) {
+                        d->rx_drained = !d->ch->ops->consume(d->ch);
+                        d->rx_lent = NULL;
                 }
                 return (ssize_t)got;
         }
@@ -745,7 +805,17 @@ static bool read_payload(struct dto_ep *d, bool *moved)
         return true;
 }
 
+static bool poll_frames(struct dto_ep *d, struct dto_batch *b);
+
 bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b)
+{
+        bool moved = poll_frames(d, b);
+
+        lend_end(d);
+        return moved;
+}
+
+static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
 {
         bool moved = false;
 

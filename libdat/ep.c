@@ -68,9 +68,11 @@ DAT_PZ_HANDLE ep_pz_handle(const struct ep *ep)
         return ep->pz;
 }
 
-struct dat_object *ep_pz_object(const struct ep *ep)
+bool ep_pz_is(const struct ep *ep, const struct dat_object *pz)
 {
-        return dat_object_lookup(ep->pz, DAT_HANDLE_TYPE_PZ);
+        /* A handle names one object for its life (its generation): equal
+         * handles, same object. */
+        return pz && pz->handle == ep->pz;
 }
 
 DAT_EP_STATE ep_state(const struct ep *ep)

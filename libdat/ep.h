@@ -116,8 +116,10 @@ struct ia *ep_ia(const struct ep *ep);
 /* The EP's PZ handle. */
 DAT_PZ_HANDLE ep_pz_handle(const struct ep *ep);
 
-/* The EP's PZ object, or NULL if it is gone (abrupt close in progress). */
-struct dat_object *ep_pz_object(const struct ep *ep);
+/* Whether pz, a live PZ (one an LMR or RMR holds), is the EP's: its
+ * handle is the EP's PZ handle.  No handle lookup: this is on every post
+ * and every RDMA served. */
+bool ep_pz_is(const struct ep *ep, const struct dat_object *pz);
 
 /* The EP's current state. */
 DAT_EP_STATE ep_state(const struct ep *ep);

@@ -213,7 +213,7 @@ static DAT_RETURN check_bind_ep(const struct rmr *rmr, const struct ep *ep,
 {
         if (!ep || ep->obj.parent != rmr->obj.parent)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
-        if (ep_pz_object(ep) != &rmr->pz->obj)
+        if (!ep_pz_is(ep, &rmr->pz->obj))
                 return DAT_ERR(DAT_PROTECTION_VIOLATION, DAT_NO_SUBTYPE);
         if ((unsigned)completion_flags & ~(unsigned)BIND_COMPLETION_FLAGS)
                 return DAT_ERR_ARG(8);

@@ -498,6 +498,45 @@ ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt)
         return shm_link_readv(l, iov, iovcnt);
 }
 
+const void *shm_link_peek(struct shm_link *l, size_t max, size_t *len)
+{
+        struct shm_link_dir *d = &l->rx;
+        size_t at;
+        int64_t n;
+
+        *len = 1;
+        if (d->rec_len != 0)
+                return NULL;
+        n = record_peek(l, d);
+        if (n == 0)
+                *len = 0;
+        if (n <= 0 || (size_t)n > max)
+                return NULL;
+        at = (size_t)((d->count + data_offset((size_t)n)) & (l->ring_size - 1));
+        if (at + (size_t)n > l->ring_size)
+                return NULL;
+        /* Opened as shm_link_readv opens it: readable() counts its bytes,
+         * and a read would start at its first. */
+        d->rec_len = (uint32_t)n;
+        d->rec_off = 0;
+        *len = (size_t)n;
+        return d->data + at;
+}
+
+bool shm_link_consume(struct shm_link *l)
+{
+        struct shm_link_dir *d = &l->rx;
+
+        if (d->rec_len == 0)
+                return false;
+        d->count += cells_of(d->rec_len) * LINK_CELL;
+        d->rec_len = 0;
+        /* As shm_link_readv gives room back (see the top). */
+        __atomic_exchange_n(&d->ctl->consumed, d->count, __ATOMIC_SEQ_CST);
+        wake_if_armed(l, &d->ctl->want_room);
+        return record_peek(l, d) != 0;
+}
+
 size_t shm_link_readable(const struct shm_link *l)
 {
         const struct shm_link_dir *d = &l->rx;
@@ -554,6 +593,16 @@ bool shm_link_arm(struct shm_link *l, bool want_room)
         if (want_room)
                 __atomic_exchange_n(&l->tx.ctl->want_room, 1, __ATOMIC_SEQ_CST);
         if (rx_has_work(l) || (want_room && tx_has_room(l))) {
+                shm_link_disarm(l);
+                return false;
+        }
+        return true;
+}
+
+bool shm_link_arm_room(struct shm_link *l)
+{
+        __atomic_exchange_n(&l->tx.ctl->want_room, 1, __ATOMIC_SEQ_CST);
+        if (tx_has_room(l)) {
                 shm_link_disarm(l);
                 return false;
         }

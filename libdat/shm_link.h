@@ -138,6 +138,20 @@ ssize_t shm_link_writev(struct shm_link *l, const struct iovec *iov, int iovcnt)
  * (after the bytes before it were read). */
 ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt);
 
+/* Consumer: the next record's bytes where they lie in the ring, without a
+ * copy, when a whole record is there, none is being read, its bytes do not
+ * wrap around the ring's end and they are at most max; NULL otherwise (read
+ * it with shm_link_readv).  *len: their number; with NULL, 0 when no record
+ * is there at all, else not 0.  They stay the ring's until
+ * shm_link_consume, and the peer can still write them: copy what must be
+ * checked before checking it. */
+const void *shm_link_peek(struct shm_link *l, size_t max, size_t *len);
+
+/* Consumer: gives the peeked record's room back (waking the producer if it
+ * waits for room).  Only after a shm_link_peek that returned bytes.
+ * Returns whether another record (or an impossible one) is there already. */
+bool shm_link_consume(struct shm_link *l);
+
 /* Consumer: bytes readable now without looking past the next record (a
  * hint: more records may follow); an impossible record counts as 1 byte,
  * so that whoever polls reads and learns -EPROTO. */
@@ -153,6 +167,11 @@ size_t shm_link_writable(const struct shm_link *l);
  * to read and, if want_room, still no room), false when it must not
  * (work is there: the announcements are withdrawn again). */
 bool shm_link_arm(struct shm_link *l, bool want_room);
+
+/* As shm_link_arm for room alone: the consumer side is left unannounced
+ * (whoever sleeps takes nothing in, and data waiting is no work for it).
+ * Returns true when the caller may sleep (still no room). */
+bool shm_link_arm_room(struct shm_link *l);
 
 /* Withdraws the announcements (after waking, or when an application thread
  * takes over polling). */

@@ -428,6 +428,22 @@ void dto_expect_no_event(DAT_EVD_HANDLE evd, DAT_TIMEOUT usec)
                     ev.event_number, (int)ev.event_data.dto_completion_event_data.status);
 }
 
+double dto_cpu_seconds(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double dto_wall_seconds(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void dto_expect_empty(DAT_EVD_HANDLE evd)
 {
         DAT_EVENT ev;

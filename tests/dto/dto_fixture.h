@@ -296,6 +296,12 @@ static inline DAT_DTO_COOKIE dto_cookie(uint64_t v)
 DAT_EVENT dto_wait_event(DAT_EVD_HANDLE evd);
 /* Asserts no event comes within usec (dat_evd_wait -> DAT_TIMEOUT_EXPIRED). */
 void dto_expect_no_event(DAT_EVD_HANDLE evd, DAT_TIMEOUT usec);
+
+/* This process's CPU time (all its threads: the IA's progress thread too)
+ * and the monotonic clock, in seconds: a role that must sleep checks that
+ * the first moved little while the second moved. */
+double dto_cpu_seconds(void);
+double dto_wall_seconds(void);
 /* Asserts nothing is queued now (dat_evd_dequeue -> DAT_QUEUE_EMPTY). */
 void dto_expect_empty(DAT_EVD_HANDLE evd);
 

@@ -552,6 +552,61 @@ Test(DTO_SUITE(errors), send_waits_for_a_receive_posted_within_the_rnr_time)
         dto_run(&cfg, late_receive_server, late_receive_client, NULL);
 }
 
+static const DAT_SEG_LENGTH stalled_sizes[] = { 100, 3000 };
+
+static void stalled_receiver(struct dto_side *s, void *arg)
+{
+        DAT_EVENT ev;
+        DAT_COUNT nmore;
+        double cpu0, wall0, cpu, wall;
+
+        (void)arg;
+        dto_get_u64(s); /* the client's Sends are posted */
+        /* They arrive and wait for a receive: while they wait, nothing
+         * else comes, and the process sleeps. */
+        cpu0 = dto_cpu_seconds();
+        wall0 = dto_wall_seconds();
+        DTO_ASSERT_TYPE(dat_evd_wait(s->recv_evd, 600000, 1, &ev, &nmore), DAT_TIMEOUT_EXPIRED);
+        cpu = dto_cpu_seconds() - cpu0;
+        wall = dto_wall_seconds() - wall0;
+        DTO_ASSERTF(cpu < 0.2 * wall, "%.3f s of CPU in %.3f s with a Send waiting for a receive",
+                    cpu, wall);
+        for (unsigned i = 0; i < 2; i++)
+                dto_post_recv(s, s->ep[0],
+                              (DAT_LMR_TRIPLET[]){ dto_iov(&s->mem, 8192 * i, 8192) }, 1, 200 + i);
+        for (unsigned i = 0; i < 2; i++) {
+                dto_expect_recv(s, s->ep[0], 200 + i, stalled_sizes[i]);
+                dto_verify(s->mem.buf + 8192 * i, stalled_sizes[i], SEED_MSG + 10 + i);
+        }
+}
+
+static void stalled_sender(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        for (unsigned i = 0; i < 2; i++) {
+                dto_fill(s->mem.buf + 8192 * i, stalled_sizes[i], SEED_MSG + 10 + i);
+                dto_post_send_one(s->ep[0], dto_iov(&s->mem, 8192 * i, stalled_sizes[i]), 20 + i,
+                                  NULL);
+        }
+        dto_put_u64(s, 1);
+        for (unsigned i = 0; i < 2; i++)
+                dto_expect_dto(s->request_evd, s->ep[0], 20 + i, DAT_DTO_SUCCESS, stalled_sizes[i],
+                               DAT_DTO_SEND);
+}
+
+/* A Send that waits for a receive (within the receiver-not-ready time) and
+ * the one queued behind it make the receiving process neither spin nor
+ * lose a byte: on shm its frame may be read in place in the ring, and what
+ * is left of it moves aside while it waits, so that the ring the progress
+ * thread sleeps on is empty. */
+Test(DTO_SUITE(errors), a_send_waiting_for_a_receive_lets_the_receiver_sleep)
+{
+        static const char *const env[] = { "DATD_RNR_TIMEOUT_MS=5000", NULL };
+        struct dto_config cfg = { .env = env };
+
+        dto_run(&cfg, stalled_receiver, stalled_sender, NULL);
+}
+
 /* ---- a local segment outside its LMR (man page: synchronous) -------------- */
 
 static void outside_lmr_server(struct dto_side *s, void *arg)

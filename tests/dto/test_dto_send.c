@@ -5,8 +5,16 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tests/dto/dto_fixture.h"
 
@@ -338,22 +346,6 @@ Test(DTO_SUITE(send), receive_posted_while_unconnected_takes_the_first_message)
 
 /* ---- waiting and polling ---------------------------------------------------- */
 
-static double cpu_seconds(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double wall_seconds(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void idle_waiter(struct dto_side *s, void *arg)
 {
         DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 64);
@@ -364,11 +356,11 @@ static void idle_waiter(struct dto_side *s, void *arg)
 
         (void)arg;
         dto_post_recv(s, s->ep[0], &iov, 1, 1); /* a receive outstanding, nothing coming */
-        cpu0 = cpu_seconds();
-        wall0 = wall_seconds();
+        cpu0 = dto_cpu_seconds();
+        wall0 = dto_wall_seconds();
         r = dat_evd_wait(s->recv_evd, 1000000, 1, &ev, &nmore);
-        cpu = cpu_seconds() - cpu0;
-        wall = wall_seconds() - wall0;
+        cpu = dto_cpu_seconds() - cpu0;
+        wall = dto_wall_seconds() - wall0;
         DTO_ASSERT_TYPE(r, DAT_TIMEOUT_EXPIRED);
         DTO_ASSERT_EQ(nmore, 0);
         /* the whole process (the IA's progress thread included) sleeps */
@@ -422,6 +414,54 @@ Test(DTO_SUITE(send), evd_wait_wakes_on_a_completion)
 {
         dto_run(NULL, woken_receiver, waking_sender, NULL);
 }
+
+#ifndef SYS_epoll_pwait2
+#define SYS_epoll_pwait2 441            /* the same on every architecture */
+#endif
+#if defined(__x86_64__)
+#define NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#ifdef NATIVE_AUDIT_ARCH
+
+/* A kernel without epoll_pwait2 (before Linux 5.11), or a seccomp policy
+ * that refuses it: the role's epoll_pwait2 fails with ENOSYS from here on. */
+static void without_epoll_pwait2(const struct dto_side *s)
+{
+        struct sock_filter code[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_epoll_pwait2, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+        (void)s;
+        DTO_ASSERT_EQ(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        DTO_ASSERT_EQ(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+        /* The filter holds: a bad descriptor would say EBADF. */
+        DTO_ASSERT_EQ(syscall(SYS_epoll_pwait2, -1, NULL, 1, NULL, NULL, 0), -1);
+        DTO_ASSERT_EQ(errno, ENOSYS);
+}
+
+/* Where epoll_pwait2 is missing, libdat's progress thread waits with
+ * epoll_wait: the IAs open, messages flow both ways, and a consumer asleep
+ * in dat_evd_wait is woken by a completion.  (Without the fallback the
+ * progress thread ends at its first wait and the IA is unusable.) */
+Test(DTO_SUITE(send), the_data_path_runs_without_epoll_pwait2)
+{
+        static const DAT_VLEN v[] = { 8, 5000 };
+        struct sizes sz = { v, 2 };
+        struct dto_config cfg = { .buf_len = 1 << 20, .pre_open = without_epoll_pwait2 };
+
+        dto_run(&cfg, sizes_both_ways, sizes_both_ways, &sz);
+        dto_run(&cfg, woken_receiver, waking_sender, NULL);
+}
+#endif
 
 static void polling_side(struct dto_side *s, void *arg)
 {

@@ -424,6 +424,87 @@ Test(shm_link, read_is_partial_when_the_iovec_is_smaller_then_zero_when_empty, .
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 0);
 }
 
+/* shm_link_peek lends the next whole record where it lies: its bytes and
+ * length, the record counted as readable and its room held until
+ * shm_link_consume, which says whether another record follows. */
+Test(shm_link, peek_lends_a_whole_record_in_place_until_it_is_consumed, .init = link_setup, .fini = link_teardown)
+{
+        const unsigned char *p;
+        unsigned char in[100];
+        size_t len = 99;
+
+        cr_expect_null(shm_link_peek(&e1, 4096, &len));
+        cr_expect_eq(len, 0, "nothing there: 0");
+        fill_stream(in, 0, sizeof(in));
+        cr_assert_eq(write_bytes(&e0, in, 40), 40);
+        cr_assert_eq(write_bytes(&e0, in + 40, 60), 60);
+        p = shm_link_peek(&e1, 4096, &len);
+        cr_assert_not_null(p);
+        cr_expect_eq(len, 40);
+        cr_expect(check_stream(p, 0, 40));
+        cr_expect_eq(shm_link_readable(&e1), 40, "the lent record still counts");
+        cr_expect_null(shm_link_peek(&e1, 4096, &len), "one record lent at a time");
+        cr_expect_neq(len, 0);
+        cr_expect(shm_link_consume(&e1), "the second record follows");
+        p = shm_link_peek(&e1, 4096, &len);
+        cr_assert_not_null(p);
+        cr_expect_eq(len, 60);
+        cr_expect(check_stream(p, 40, 60));
+        cr_expect_not(shm_link_consume(&e1), "nothing follows");
+        cr_expect_eq(shm_link_readable(&e1), 0);
+        cr_expect_not(shm_link_consume(&e1), "nothing lent: nothing to give back");
+}
+
+/* What the ring holds can always be read: a record longer than the
+ * borrower takes, or one whose bytes wrap around the ring's end, is not
+ * lent (NULL, *len not 0) and comes out of shm_link_readv whole; a lent
+ * record that is read instead comes out from its first byte. */
+Test(shm_link, peek_leaves_records_too_long_or_wrapping_to_readv, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char in[600], out[600];
+        size_t len = 0;
+
+        fill_stream(in, 0, sizeof(in));
+        cr_assert_eq(write_bytes(&e0, in, 300), 300);
+        cr_expect_null(shm_link_peek(&e1, 299, &len));
+        cr_expect_neq(len, 0);
+        cr_assert_not_null(shm_link_peek(&e1, 300, &len));
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 300, "read instead of consumed");
+        cr_expect(check_stream(out, 0, 300));
+        /* Walk the producer to the last cells of the ring: a record of 3
+         * cells written there wraps. */
+        while (shm_link_writable(&e0) > 0 && e0.tx.count % RING != RING - 2 * CELL) {
+                cr_assert_eq(write_bytes(&e0, in, 1), 1);
+                cr_assert_eq(read_bytes(&e1, out, 1), 1);
+        }
+        cr_assert_eq(e0.tx.count % RING, RING - 2 * CELL);
+        cr_assert_eq(write_bytes(&e0, in, 150), 150);
+        cr_expect_null(shm_link_peek(&e1, 4096, &len), "its bytes wrap");
+        cr_expect_neq(len, 0);
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 150);
+        cr_expect(check_stream(out, 0, 150));
+}
+
+/* The room a lent record holds comes back at shm_link_consume, and a
+ * producer waiting for room is rung then, as after a read. */
+Test(shm_link, consume_gives_the_room_back_and_rings_a_writer_that_waits, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char in[REC_MAX];
+        size_t len;
+        uint64_t v;
+
+        fill_stream(in, 0, sizeof(in));
+        while (write_bytes(&e0, in, 56) == 56)
+                ;
+        cr_expect_eq(shm_link_writable(&e0), 0);
+        cr_expect(shm_link_arm(&e0, true), "no room: the writer may sleep");
+        cr_assert_not_null(shm_link_peek(&e1, 4096, &len));
+        cr_expect_eq(shm_link_writable(&e0), 0, "a lent record's room is held");
+        cr_expect(shm_link_consume(&e1));
+        cr_expect_gt(shm_link_writable(&e0), 0);
+        cr_expect_eq(read(f.doorbell[0], &v, sizeof(v)), (ssize_t)sizeof(v), "the writer was rung");
+}
+
 Test(shm_link, the_two_directions_are_independent, .init = link_setup, .fini = link_teardown)
 {
         unsigned char b = 0;
@@ -600,6 +681,24 @@ Test(shm_link, arm_for_room_refuses_to_sleep_while_there_is_room, .init = link_s
         cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)(WRITE_MAX - 3 * REC_MAX));
         cr_expect(shm_link_arm(&e0, true), "full and nothing to read");
         shm_link_disarm(&e0);
+}
+
+/* shm_link_arm_room: for an end that takes nothing in (a frame waits for a
+ * receive), data waiting is no reason to stay awake, and the peer's writes
+ * ring nothing; room still is, and its freeing rings. */
+Test(shm_link, arm_for_room_alone_ignores_data_waiting, .init = link_setup, .fini = link_teardown)
+{
+        static unsigned char buf[RING];
+
+        cr_assert_eq(write_bytes(&e1, "x", 1), 1);
+        cr_expect_not(shm_link_arm_room(&e0), "room: do not sleep");
+        cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)WRITE_MAX);
+        cr_expect(shm_link_arm_room(&e0), "full: sleep, with data waiting");
+        cr_assert_eq(write_bytes(&e1, "y", 1), 1);
+        cr_expect_eq(e1.doorbell_writes, 0, "the reader side was not announced");
+        cr_assert_eq(read_bytes(&e1, buf, REC_MAX), (ssize_t)REC_MAX);
+        cr_expect_eq(e1.doorbell_writes, 1, "room freed: rung");
+        cr_expect(doorbell_rang(f.doorbell[0]));
 }
 
 Test(shm_link, reader_rings_a_writer_that_waits_for_room_when_it_frees_some, .init = link_setup, .fini = link_teardown)
