@@ -75,6 +75,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "libdat/dat_lock.h"
 #include "libdat/libdat.h"
 #include "proto/datp.h"
 
@@ -102,7 +103,7 @@ struct dto_ia_slot {
 };
 
 struct dto_ia {
-        pthread_mutex_t lock;           /* the table; lock order: before any dto_ep lock */
+        struct dat_lock lock;           /* the table; lock order: before any dto_ep lock */
         bool initialized;
         struct dto_ia_slot *slots;
         uint32_t n_slots, n_used;

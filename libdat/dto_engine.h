@@ -114,7 +114,7 @@ enum dto_state {
 /* An EP's data path, created at its first DTO (or connection) and freed
  * with the EP.  Everything under lock. */
 struct dto_ep {
-        pthread_mutex_t lock;
+        struct dat_lock lock;
         struct ep *ep;
         struct ia *ia;
         enum dto_state state;
@@ -293,7 +293,22 @@ uint64_t dto_rnr_timeout_ns(void);
 
 /* Writes pending frames until the channel is full or nothing is left.
  * Returns whether bytes moved; a dead channel fails the data path. */
-bool dto_tx_flush(struct dto_ep *d);
+bool dto_tx_flush_frames(struct dto_ep *d);
+
+/* Nothing to write: no frame half out, no response or probe owed, every
+ * request out.  (A request the flush skips, a bind, still counts.) */
+static inline bool dto_tx_idle(const struct dto_ep *d)
+{
+        return d->tx_item == DTO_TX_NONE && d->tx_next == d->tail && d->resp_count == 0 &&
+               !d->hello_owed && !d->cma_ok_owed && !d->fail_after_tx;
+}
+
+/* dto_tx_flush_frames, without a call where there is nothing to write (a
+ * step flushes before and after it reads, and most find nothing). */
+static inline bool dto_tx_flush(struct dto_ep *d)
+{
+        return dto_tx_idle(d) ? false : dto_tx_flush_frames(d);
+}
 
 /* Whether frames wait for room in the channel. */
 bool dto_tx_pending(const struct dto_ep *d);

@@ -95,7 +95,7 @@ struct dto_ep *dto_ep_get(struct ep *ep)
 
                 if (!fresh)
                         return NULL;
-                pthread_mutex_init(&fresh->lock, NULL);
+                dat_lock_init(&fresh->lock);
                 fresh->ep = ep;
                 fresh->ia = ep_ia(ep);
                 fresh->state = DTO_IDLE;
@@ -107,11 +107,8 @@ struct dto_ep *dto_ep_get(struct ep *ep)
                 }
                 d = ep->dto;
                 dat_object_unlock();
-                if (fresh) {
-                        /* Another thread made it first. */
-                        pthread_mutex_destroy(&fresh->lock);
-                        free(fresh);
-                }
+                /* Another thread made it first. */
+                free(fresh);
         }
         /* dat_ep_modify changes the attributes only of an EP with no DTO
          * (Unconnected and the like): refit then, else nothing to do. */
@@ -123,12 +120,12 @@ struct dto_ep *dto_ep_get(struct ep *ep)
         dat_object_lock();
         attr = ep->attr;
         dat_object_unlock();
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         if (queues_empty(d) && fit_queues(d, &attr) < 0) {
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
                 return NULL;
         }
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         return d;
 }
 
@@ -311,7 +308,7 @@ static void teardown_channel(struct dto_ep *d)
         struct channel *ch, *old = NULL;
 
         dto_ia_remove_nowait(d);
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         ch = d->state == DTO_RUNNING ? NULL : d->ch;
         if (ch) {
                 d->ch = NULL;
@@ -327,7 +324,7 @@ static void teardown_channel(struct dto_ep *d)
                         ch = NULL;
                 }
         }
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         channel_destroy(ch);
         channel_destroy(old);
 }
@@ -337,10 +334,10 @@ static void drop_lingering(struct dto_ep *d)
 {
         struct channel *ch;
 
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         ch = d->lingering;
         d->lingering = NULL;
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         channel_destroy(ch);
 }
 
@@ -367,13 +364,13 @@ void dto_finish(struct dto_ep *d, struct dto_batch *b)
 
         if (b)
                 evd_deferred_run(&b->deferred);
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         fb = d->fail_batch;
         memset(&d->fail_batch, 0, sizeof(d->fail_batch));
         failed = d->fail_pending;
         graceful = d->graceful_done;
         d->fail_pending = d->graceful_done = false;
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         evd_deferred_run(&fb.deferred);
         if (failed) {
                 teardown_channel(d);
@@ -454,7 +451,7 @@ void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int
                 channel_destroy(ch);
                 return;
         }
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         if (d->state == DTO_RUNNING) {
                 old = ch;
         } else {
@@ -462,7 +459,7 @@ void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int
                 d->ch = ch;
                 d->offered_conn_id = ev->conn_id;
         }
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         ep_unpin(ep);
         channel_destroy(old);
 }
@@ -495,7 +492,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         drop_lingering(d);
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         ok = d->ch && d->offered_conn_id == conn_id && d->state != DTO_RUNNING;
         if (ok) {
                 d->state = DTO_RUNNING;
@@ -512,17 +509,17 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->cma_to_peer = d->cma_from_peer = false;
                 dto_probe_reset(d);
         }
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         if (!ok)
                 return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         if (dto_ia_add(d) < 0) {
                 struct dto_batch b;
 
                 DTO_BATCH_EMPTY(b);
-                pthread_mutex_lock(&d->lock);
+                dat_lock(&d->lock);
                 flush_all(d, &b);
                 d->state = DTO_DEAD;
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
                 dto_finish(d, &b);
                 teardown_channel(d);
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
@@ -539,7 +536,7 @@ bool dto_ep_stop(struct ep *ep)
         DTO_BATCH_EMPTY(b);
         if (!d)
                 return false;
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         if (d->state == DTO_RUNNING) {
                 /* What the peer sent before it disconnected still counts:
                  * responses to our requests, its last Sends. */
@@ -558,7 +555,7 @@ bool dto_ep_stop(struct ep *ep)
         /* The connection code reports this end itself. */
         d->fail_pending = false;
         d->graceful_done = false;
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         dto_finish(d, &b);
         teardown_channel(d);
         if (ended)
@@ -573,12 +570,12 @@ bool dto_ep_disconnect(struct ep *ep, bool graceful)
 
         if (!d || !graceful)
                 return true;
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         if (d->state == DTO_RUNNING && d->head != d->tail) {
                 d->graceful_pending = true;
                 now = false;
         }
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         return now;
 }
 
@@ -589,14 +586,14 @@ void dto_ep_reset(struct ep *ep)
 
         if (!d)
                 return;
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         if (d->state != DTO_RUNNING) {
                 d->state = DTO_IDLE;
                 d->broken = false;
                 old = d->ch;
                 d->ch = NULL;
         }
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         if (old) {
                 dto_ia_remove_nowait(d);
                 channel_destroy(old);
@@ -610,13 +607,13 @@ void dto_ep_quiesce(struct ep *ep)
 
         if (!d)
                 return;
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         /* dat_ep_free(3DAT): its DTOs are destroyed, not completed: from
          * now on nothing of this data path reaches an EVD. */
         if (d->state == DTO_RUNNING)
                 d->state = DTO_DEAD;
         d->fail_pending = d->graceful_done = false;
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
 }
 
 void dto_ep_destroy(struct ep *ep)
@@ -626,7 +623,7 @@ void dto_ep_destroy(struct ep *ep)
         if (!d)
                 return;
         dto_ia_remove(d);
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         /* dat_ep_free(3DAT): the DTOs are destroyed, no completion; a bind
          * in flight leaves its RMR as it was. */
         for (uint32_t i = d->head; i != d->tail; i++) {
@@ -636,7 +633,7 @@ void dto_ep_destroy(struct ep *ep)
                 if (rmr)
                         rmr_bind_complete(rmr, false);
         }
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         /* Completions of its SRQ buffers still queued can no longer be
          * told apart once the EP is gone: the buffers count as reaped.  A
          * buffer taken for a message that never arrived in full goes back
@@ -657,7 +654,6 @@ void dto_ep_destroy(struct ep *ep)
         channel_destroy(d->ch);
         channel_destroy(d->lingering);
         free_queues(d);
-        pthread_mutex_destroy(&d->lock);
         ep->dto = NULL;
         free(d);
 }

@@ -61,7 +61,7 @@ int dto_ia_init(struct dto_ia *t)
                 close(t->epfd);
                 return r;
         }
-        pthread_mutex_init(&t->lock, NULL);
+        dat_lock_init(&t->lock);
         t->initialized = true;
         return 0;
 }
@@ -75,7 +75,6 @@ void dto_ia_fini(struct dto_ia *t)
         if (t->app_epfd >= 0)
                 close(t->app_epfd);
         free(t->slots);
-        pthread_mutex_destroy(&t->lock);
         t->initialized = false;
 }
 
@@ -145,7 +144,7 @@ int dto_ia_add(struct dto_ep *d)
         uint32_t slot;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        dat_lock(&t->lock);
         for (slot = 0; slot < t->n_slots && t->slots[slot].d; slot++)
                 ;
         if (slot == t->n_slots) {
@@ -153,7 +152,7 @@ int dto_ia_add(struct dto_ep *d)
                 struct dto_ia_slot *s = realloc(t->slots, n * sizeof(*s));
 
                 if (!s) {
-                        pthread_mutex_unlock(&t->lock);
+                        dat_unlock(&t->lock);
                         return -ENOMEM;
                 }
                 memset(s + t->n_slots, 0, (n - t->n_slots) * sizeof(*s));
@@ -171,7 +170,7 @@ int dto_ia_add(struct dto_ep *d)
                           slot_key(slot, t->slots[slot].gen, EV_PIDFD));
         if (r < 0) {
                 (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
-                pthread_mutex_unlock(&t->lock);
+                dat_unlock(&t->lock);
                 return r;
         }
         t->slots[slot].d = d;
@@ -182,7 +181,7 @@ int dto_ia_add(struct dto_ep *d)
         d->registered = true;
         app_watch(t, d, slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
         t->watching = true;
-        pthread_mutex_unlock(&t->lock);
+        dat_unlock(&t->lock);
         /* The progress thread arms the new channel before it sleeps again:
          * another thread tells it; itself (a connection established by
          * datd's event) arms it when this round ends, and a kick would
@@ -208,7 +207,7 @@ void dto_ia_remove_nowait(struct dto_ep *d)
 {
         struct dto_ia *t = table_of(d);
 
-        pthread_mutex_lock(&t->lock);
+        dat_lock(&t->lock);
         if (d->registered) {
                 t->slots[d->slot].d = NULL;
                 t->n_used--;
@@ -221,7 +220,7 @@ void dto_ia_remove_nowait(struct dto_ep *d)
                         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
                 d->registered = false;
         }
-        pthread_mutex_unlock(&t->lock);
+        dat_unlock(&t->lock);
 }
 
 void dto_ia_remove(struct dto_ep *d)
@@ -252,8 +251,8 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
 
         *finish = false;
         if (wait_for_lock)
-                pthread_mutex_lock(&d->lock);
-        else if (pthread_mutex_trylock(&d->lock) != 0)
+                dat_lock(&d->lock);
+        else if (!dat_trylock(&d->lock))
                 return false;
         if (d->state == DTO_RUNNING) {
                 if (peer_exited && !d->peer_bye) {
@@ -283,7 +282,7 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
             dto_work_left(d) &&
             __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED))
                 dto_ia_kick(d->ia);
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         return moved;
 }
 
@@ -335,8 +334,8 @@ static bool poll_all(struct dto_ia *t, bool wait)
 
         DTO_BATCH_EMPTY(b);
         if (wait)
-                pthread_mutex_lock(&t->lock);
-        else if (pthread_mutex_trylock(&t->lock) != 0)
+                dat_lock(&t->lock);
+        else if (!dat_trylock(&t->lock))
                 return false;
         if (!wait)
                 seq = ask_readiness(t);
@@ -364,7 +363,7 @@ static bool poll_all(struct dto_ia *t, bool wait)
                 if (f)
                         failed[n_failed++] = d;
         }
-        pthread_mutex_unlock(&t->lock);
+        dat_unlock(&t->lock);
         evd_deferred_run(&b.deferred);
         for (unsigned i = 0; i < n_failed; i++)
                 step_finish(failed[i]);
@@ -436,7 +435,7 @@ static int arm_all(struct dto_ia *t)
         uint64_t now = dto_now_ns(), next = 0;
         bool work = false;
 
-        pthread_mutex_lock(&t->lock);
+        dat_lock(&t->lock);
         for (uint32_t i = 0; i < t->slots_end; i++) {
                 struct dto_ep *d = t->slots[i].d;
                 bool want_room, want_data;
@@ -444,7 +443,7 @@ static int arm_all(struct dto_ia *t)
 
                 if (!d)
                         continue;
-                pthread_mutex_lock(&d->lock);
+                dat_lock(&d->lock);
                 /* After the peer's BYE nothing more comes (its channel left
                  * the epoll, dto_ia_quiet) and nothing we owe it matters:
                  * datd's event ends the connection.  Arming it would find
@@ -478,9 +477,9 @@ static int arm_all(struct dto_ia *t)
                         if (d->rnr_deadline_ns && (!next || d->rnr_deadline_ns < next))
                                 next = d->rnr_deadline_ns;
                 }
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
         }
-        pthread_mutex_unlock(&t->lock);
+        dat_unlock(&t->lock);
         if (work)
                 return 0;
         if (!next)
@@ -496,10 +495,10 @@ static bool on_slot_event(struct dto_ia *t, uint64_t key, uint32_t events)
         bool finish = false, moved = false;
 
         DTO_BATCH_EMPTY(b);
-        pthread_mutex_lock(&t->lock);
+        dat_lock(&t->lock);
         d = slot_lookup(t, key);
         if (d) {
-                pthread_mutex_lock(&d->lock);
+                dat_lock(&d->lock);
                 if (d->state == DTO_RUNNING && (key & EV_KIND_MASK) == EV_CHANNEL) {
                         /* A hang-up stays reported as long as the
                          * descriptor is watched: this thread would spin. */
@@ -510,10 +509,10 @@ static bool on_slot_event(struct dto_ia *t, uint64_t key, uint32_t events)
                         d->ch->ops->woken(d->ch);
                         d->ch->ops->disarm(d->ch);
                 }
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
                 moved = step_locked(d, true, (key & EV_KIND_MASK) == EV_PIDFD, &b, &finish);
         }
-        pthread_mutex_unlock(&t->lock);
+        dat_unlock(&t->lock);
         evd_deferred_run(&b.deferred);
         if (d && finish)
                 step_finish(d);
@@ -546,10 +545,10 @@ static void quiet_all(struct dto_ia *t)
          * is quiet it costs nothing, and it never waits for a lock an
          * application thread holds (what it could not quiet now, it
          * quiets next round). */
-        if (pthread_mutex_trylock(&t->lock) != 0)
+        if (!dat_trylock(&t->lock))
                 return;
         if (!t->watching) {
-                pthread_mutex_unlock(&t->lock);
+                dat_unlock(&t->lock);
                 return;
         }
         for (uint32_t i = 0; i < t->slots_end; i++) {
@@ -558,7 +557,7 @@ static void quiet_all(struct dto_ia *t)
 
                 if (!d)
                         continue;
-                if (pthread_mutex_trylock(&d->lock) != 0) {
+                if (!dat_trylock(&d->lock)) {
                         left = true;
                         continue;
                 }
@@ -569,10 +568,10 @@ static void quiet_all(struct dto_ia *t)
                         else
                                 left = true;
                 }
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
         }
         t->watching = left;
-        pthread_mutex_unlock(&t->lock);
+        dat_unlock(&t->lock);
 }
 
 /* Whether an application thread polled within the grace (the count moved

@@ -229,7 +229,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
         d = dto_ep_get(ep);
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         /* On a Disconnected EP (or one whose connection just ended) the
          * request is flushed at once, in order. */
         if (d->state != DTO_RUNNING)
@@ -252,7 +252,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
         kick = d->state == DTO_RUNNING &&
                (dto_tx_pending(d) ||
                 (dto_work_left(d) && __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED)));
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         if (kick)
                 dto_ia_kick(d->ia);
         if (finish)
@@ -349,9 +349,9 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         d = dto_ep_get(ep);
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         if (d->rq_count == d->recv_cap || (uint32_t)num_segments > d->recv_iov_max) {
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
         }
         r = &d->rq[(d->rq_head + d->rq_count) % d->recv_cap];
@@ -375,7 +375,7 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
         kick = d->state == DTO_RUNNING && dto_work_left(d) &&
                __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         if (kick)
                 dto_ia_kick(d->ia);
         if (ep->soft_hw_armed || ep->hard_hw_armed)
@@ -408,19 +408,19 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
         DTO_BATCH_EMPTY(b);
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         if (d->tail - d->head >= d->req_cap) {
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
         }
         if (rmr->has_pending) {
                 /* One bind in flight per RMR (rmr.h). */
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
                 return DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
         }
         ret = rmr_bind_prepare(rmr, lmr_handle, triplet, mem_priv, va_type, &ctx);
         if (ret != DAT_SUCCESS) {
-                pthread_mutex_unlock(&d->lock);
+                dat_unlock(&d->lock);
                 return ret;
         }
         r = &d->req[d->tail % d->req_cap];
@@ -439,7 +439,7 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
         __atomic_add_fetch(&ep->request_outstanding, 1, __ATOMIC_RELAXED);
         /* In order: it completes after what was posted before it. */
         dto_deliver_requests(d, &b);
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         dto_finish(d, &b);
         if (context)
                 *context = ctx;

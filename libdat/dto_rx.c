@@ -628,6 +628,25 @@ static enum lend_result lend(struct dto_ep *d)
         return LEND_LENT;
 }
 
+/* Moves up to max bytes of the stash into dst; returns how many.  The lent
+ * bytes go back to the channel once all are taken. */
+static size_t stash_take(struct dto_ep *d, void *dst, size_t max)
+{
+        size_t k = d->rx_stash_len - d->rx_stash_off;
+
+        if (k > max)
+                k = max;
+        memcpy(dst, (d->rx_lent ? d->rx_lent : d->rx_stash) + d->rx_stash_off, k);
+        d->rx_stash_off += (uint32_t)k;
+        /* Nothing behind the lent bytes: no more reads this poll, as after
+         * a short read. */
+        if (d->rx_lent && d->rx_stash_off == d->rx_stash_len) {
+                d->rx_drained = !d->ch->ops->consume(d->ch);
+                d->rx_lent = NULL;
+        }
+        return k;
+}
+
 /* Ends a loan before dto_rx_poll returns: what is left of the lent bytes
  * (a frame that waits, stalled) moves into the stash, and the channel gets
  * its unit back.  So nothing stays lent between polls: the ring's room is
@@ -691,24 +710,12 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
         }
 serve:
         if (d->rx_stash_off < d->rx_stash_len) {
-                const unsigned char *from = d->rx_lent ? d->rx_lent : d->rx_stash;
-
                 for (int i = 0; i < n && d->rx_stash_off < d->rx_stash_len; i++) {
-                        size_t k = d->rx_stash_len - d->rx_stash_off;
+                        size_t k = stash_take(d, iov[i].iov_base, iov[i].iov_len);
 
-                        if (k > iov[i].iov_len)
-                                k = iov[i].iov_len;
-                        memcpy(iov[i].iov_base, from + d->rx_stash_off, k);
-                        d->rx_stash_off += (uint32_t)k;
                         got += k;
                         if (k < iov[i].iov_len)
                                 break;
-                }
-                /* Nothing behind the lent bytes: no more reads this poll,
-                 * as after a short read. */
-                if (d->rx_lent && d->rx_stash_off == d->rx_stash_len) {
-                        d->rx_drained = !d->ch->ops->consume(d->ch);
-                        d->rx_lent = NULL;
                 }
                 return (ssize_t)got;
         }
@@ -767,6 +774,20 @@ static bool read_payload(struct dto_ep *d, bool *moved)
         int n = 0;
         ssize_t got;
 
+        /* Most small payloads: one place to go, all of it read ahead with
+         * the header (or lent with it): one copy. */
+        if (d->rx_nsink == 1 && d->rx_left <= d->rx_sink[0].iov_len &&
+            d->rx_stash_len - d->rx_stash_off >= d->rx_left) {
+                size_t k = stash_take(d, d->rx_sink[0].iov_base, (size_t)d->rx_left);
+
+                d->rx_sink[0].iov_base = (char *)d->rx_sink[0].iov_base + k;
+                d->rx_sink[0].iov_len -= k;
+                if (d->rx_sink[0].iov_len == 0)
+                        d->rx_nsink = 0;
+                d->rx_left = 0;
+                *moved = true;
+                return true;
+        }
         {
                 uint64_t left = d->rx_left;
 

@@ -365,7 +365,7 @@ static void frame_done(struct dto_ep *d)
         d->tx_item = DTO_TX_NONE;
 }
 
-bool dto_tx_flush(struct dto_ep *d)
+bool dto_tx_flush_frames(struct dto_ep *d)
 {
         bool moved = false;
 

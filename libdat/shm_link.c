@@ -347,10 +347,40 @@ struct iov_cursor {
 
 /* Copies n bytes between the ring (from byte counter pos on, wrapping) and
  * the cursor's iovec, moving the cursor; to_ring says which way. */
+/* ring_copy where the n bytes do not wrap: one copy per iovec piece. */
+static void flat_copy(unsigned char *p, struct iov_cursor *c, size_t n, bool to_ring)
+{
+        while (n > 0 && c->i < c->iovcnt) {
+                const struct iovec *v = &c->iov[c->i];
+                unsigned char *base = (unsigned char *)v->iov_base + c->off;
+                size_t len = v->iov_len - c->off;
+
+                if (len > n) {
+                        len = n;
+                        c->off += len;
+                } else {
+                        c->i++;
+                        c->off = 0;
+                }
+                if (to_ring)
+                        memcpy(p, base, len);
+                else
+                        memcpy(base, p, len);
+                p += len;
+                n -= len;
+        }
+}
+
 static void ring_copy(unsigned char *data, uint32_t ring_size, uint64_t pos, struct iov_cursor *c,
                       size_t n, bool to_ring)
 {
         uint32_t mask = ring_size - 1;
+
+        /* Most records' bytes lie in one piece. */
+        if ((size_t)(pos & mask) + n <= ring_size) {
+                flat_copy(data + (pos & mask), c, n, to_ring);
+                return;
+        }
 
         while (n > 0 && c->i < c->iovcnt) {
                 unsigned char *base = (unsigned char *)c->iov[c->i].iov_base + c->off;

@@ -631,7 +631,7 @@ static struct probe_state probe_state_of(DAT_EP_HANDLE handle)
 
         cr_assert(ep != NULL && ep->dto != NULL);
         d = ep->dto;
-        pthread_mutex_lock(&d->lock);
+        dat_lock(&d->lock);
         st = (struct probe_state){
                 .hello_sent = d->hello_sent,
                 .cma_answered = d->cma_answered,
@@ -640,7 +640,7 @@ static struct probe_state probe_state_of(DAT_EP_HANDLE handle)
                 /* Entries stay in the ring after their completion. */
                 .last_request_cma = d->tail != 0 && d->req[(d->tail - 1) % d->req_cap].cma,
         };
-        pthread_mutex_unlock(&d->lock);
+        dat_unlock(&d->lock);
         return st;
 }
 
@@ -743,13 +743,13 @@ Test(same_host, the_peer_bye_leaves_the_progress_thread_asleep)
         a_ep = ep_lookup(aep);
         p_ep = ep_lookup(pep);
         cr_assert(a_ep && a_ep->dto && p_ep && p_ep->dto);
-        pthread_mutex_lock(&a_ep->dto->lock);
+        dat_lock(&a_ep->dto->lock);
         dto_tx_bye(a_ep->dto);
-        pthread_mutex_unlock(&a_ep->dto->lock);
+        dat_unlock(&a_ep->dto->lock);
         for (time_t end = time(NULL) + 5; !bye && time(NULL) < end;) {
-                pthread_mutex_lock(&p_ep->dto->lock);
+                dat_lock(&p_ep->dto->lock);
                 bye = p_ep->dto->peer_bye;
-                pthread_mutex_unlock(&p_ep->dto->lock);
+                dat_unlock(&p_ep->dto->lock);
                 if (!bye)
                         dat_nap();
         }

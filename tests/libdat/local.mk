@@ -16,7 +16,8 @@ libdat_tests = \
 	tests/libdat/test_registry \
 	tests/libdat/test_handles \
 	tests/libdat/test_ia_open \
-	tests/libdat/test_ia
+	tests/libdat/test_ia \
+	tests/libdat/test_dat_lock
 check_PROGRAMS += $(libdat_tests)
 TESTS += $(libdat_tests)
 
@@ -48,4 +49,8 @@ tests_libdat_test_ia_open_LDADD = $(libdat_test_core)
 tests_libdat_test_ia_SOURCES = tests/libdat/test_ia.c
 tests_libdat_test_ia_CFLAGS = $(libdat_test_cflags)
 tests_libdat_test_ia_LDADD = $(libdat_test_core)
+
+tests_libdat_test_dat_lock_SOURCES = tests/libdat/test_dat_lock.c
+tests_libdat_test_dat_lock_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_dat_lock_LDADD = $(libdat_test_core)
 endif
