@@ -82,15 +82,7 @@ static bool shm_readable(struct channel *ch)
 
 static bool shm_arm(struct channel *ch, bool want_data, bool want_room)
 {
-        struct shm_link *l = &to_shm(ch)->link;
-
-        /* A frame that waits for a receive takes nothing more in: the
-         * records behind it are no reason to stay awake (the receive's
-         * post kicks the progress thread, the waiting time ends in its
-         * timeout). */
-        if (want_data)
-                return shm_link_arm(l, want_room);
-        return want_room ? shm_link_arm_room(l) : true;
+        return shm_link_arm(&to_shm(ch)->link, want_data, want_room);
 }
 
 static void shm_disarm(struct channel *ch)

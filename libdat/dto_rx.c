@@ -699,16 +699,15 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
                         d->rx_drained = true;
                         return 0;
                 }
-                if (l == LEND_LENT)
-                        goto serve;
-                r = d->ch->ops->readv(d->ch, &s, 1);
-                d->rx_drained = r >= 0 && (size_t)r < sizeof(d->rx_stash);
-                if (r <= 0)
-                        return r;
-                d->rx_stash_len = (uint32_t)r;
-                d->rx_stash_off = 0;
+                if (l == LEND_READ) {
+                        r = d->ch->ops->readv(d->ch, &s, 1);
+                        d->rx_drained = r >= 0 && (size_t)r < sizeof(d->rx_stash);
+                        if (r <= 0)
+                                return r;
+                        d->rx_stash_len = (uint32_t)r;
+                        d->rx_stash_off = 0;
+                }
         }
-serve:
         if (d->rx_stash_off < d->rx_stash_len) {
                 for (int i = 0; i < n && d->rx_stash_off < d->rx_stash_len; i++) {
                         size_t k = stash_take(d, iov[i].iov_base, iov[i].iov_len);
@@ -826,16 +825,6 @@ static bool read_payload(struct dto_ep *d, bool *moved)
         return true;
 }
 
-static bool poll_frames(struct dto_ep *d, struct dto_batch *b);
-
-bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b)
-{
-        bool moved = poll_frames(d, b);
-
-        lend_end(d);
-        return moved;
-}
-
 static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
 {
         bool moved = false;
@@ -894,6 +883,14 @@ static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
                         break;
                 }
         }
+        return moved;
+}
+
+bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b)
+{
+        bool moved = poll_frames(d, b);
+
+        lend_end(d);
         return moved;
 }
 

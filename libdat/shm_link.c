@@ -345,8 +345,6 @@ struct iov_cursor {
         size_t off;
 };
 
-/* Copies n bytes between the ring (from byte counter pos on, wrapping) and
- * the cursor's iovec, moving the cursor; to_ring says which way. */
 /* ring_copy where the n bytes do not wrap: one copy per iovec piece. */
 static void flat_copy(unsigned char *p, struct iov_cursor *c, size_t n, bool to_ring)
 {
@@ -371,6 +369,8 @@ static void flat_copy(unsigned char *p, struct iov_cursor *c, size_t n, bool to_
         }
 }
 
+/* Copies n bytes between the ring (from byte counter pos on, wrapping) and
+ * the cursor's iovec, moving the cursor; to_ring says which way. */
 static void ring_copy(unsigned char *data, uint32_t ring_size, uint64_t pos, struct iov_cursor *c,
                       size_t n, bool to_ring)
 {
@@ -481,6 +481,15 @@ static int64_t record_open(struct shm_link *l, struct shm_link_dir *d)
         return len;
 }
 
+/* Consumer: publishes our counter after the records read whole, waking a
+ * producer that waits for room. */
+static void give_room_back(struct shm_link *l, struct shm_link_dir *d)
+{
+        /* Publish (release) and order before the flag load (see the top). */
+        __atomic_exchange_n(&d->ctl->consumed, d->count, __ATOMIC_SEQ_CST);
+        wake_if_armed(l, &d->ctl->want_room);
+}
+
 ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt)
 {
         struct shm_link_dir *d = &l->rx;
@@ -506,12 +515,8 @@ ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt)
                         freed = true;
                 }
         }
-        if (freed) {
-                /* Publish (release) and order before the flag load (see the
-                 * top). */
-                __atomic_exchange_n(&d->ctl->consumed, d->count, __ATOMIC_SEQ_CST);
-                wake_if_armed(l, &d->ctl->want_room);
-        }
+        if (freed)
+                give_room_back(l, d);
         if (done > 0 || want == 0)
                 return (ssize_t)done;
         if (len < 0)
@@ -561,9 +566,7 @@ bool shm_link_consume(struct shm_link *l)
                 return false;
         d->count += cells_of(d->rec_len) * LINK_CELL;
         d->rec_len = 0;
-        /* As shm_link_readv gives room back (see the top). */
-        __atomic_exchange_n(&d->ctl->consumed, d->count, __ATOMIC_SEQ_CST);
-        wake_if_armed(l, &d->ctl->want_room);
+        give_room_back(l, d);
         return record_peek(l, d) != 0;
 }
 
@@ -616,23 +619,14 @@ static bool tx_has_room(const struct shm_link *l)
         return !consumed_valid(d, c) || record_room(l, d->count, c) > 0;
 }
 
-bool shm_link_arm(struct shm_link *l, bool want_room)
+bool shm_link_arm(struct shm_link *l, bool want_data, bool want_room)
 {
         /* Release: after our last drain of the doorbell (see the top). */
-        __atomic_exchange_n(&l->rx.ctl->sleeping, 1, __ATOMIC_SEQ_CST);
+        if (want_data)
+                __atomic_exchange_n(&l->rx.ctl->sleeping, 1, __ATOMIC_SEQ_CST);
         if (want_room)
                 __atomic_exchange_n(&l->tx.ctl->want_room, 1, __ATOMIC_SEQ_CST);
-        if (rx_has_work(l) || (want_room && tx_has_room(l))) {
-                shm_link_disarm(l);
-                return false;
-        }
-        return true;
-}
-
-bool shm_link_arm_room(struct shm_link *l)
-{
-        __atomic_exchange_n(&l->tx.ctl->want_room, 1, __ATOMIC_SEQ_CST);
-        if (tx_has_room(l)) {
+        if ((want_data && rx_has_work(l)) || (want_room && tx_has_room(l))) {
                 shm_link_disarm(l);
                 return false;
         }

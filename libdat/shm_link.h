@@ -161,17 +161,15 @@ size_t shm_link_readable(const struct shm_link *l);
  * consumer read everything; 0 also when its counter is impossible). */
 size_t shm_link_writable(const struct shm_link *l);
 
-/* Going to sleep on doorbell_mine: announce it (consumer side: "wake me
- * when data comes"; if want_room, also producer side: "wake me when room
- * frees"), then re-check.  Returns true when the caller may sleep (nothing
- * to read and, if want_room, still no room), false when it must not
- * (work is there: the announcements are withdrawn again). */
-bool shm_link_arm(struct shm_link *l, bool want_room);
-
-/* As shm_link_arm for room alone: the consumer side is left unannounced
- * (whoever sleeps takes nothing in, and data waiting is no work for it).
- * Returns true when the caller may sleep (still no room). */
-bool shm_link_arm_room(struct shm_link *l);
+/* Going to sleep on doorbell_mine: announce it (if want_data, consumer
+ * side: "wake me when data comes"; if want_room, producer side: "wake me
+ * when room frees"), then re-check.  Returns true when the caller may
+ * sleep (nothing to read if want_data, still no room if want_room), false
+ * when it must not (work is there: the announcements are withdrawn
+ * again).  An end that takes nothing in (a frame waits for a receive)
+ * arms without want_data: data waiting is no work for it, and the peer's
+ * writes ring nothing. */
+bool shm_link_arm(struct shm_link *l, bool want_data, bool want_room);
 
 /* Withdraws the announcements (after waking, or when an application thread
  * takes over polling). */

@@ -58,7 +58,7 @@ static void wait_readable(struct shm_link *l, bool block)
                 bench_cpu_relax();
                 return;
         }
-        if (!shm_link_arm(l, false))
+        if (!shm_link_arm(l, true, false))
                 return;
         poll(&p, 1, -1);
         shm_link_disarm(l);

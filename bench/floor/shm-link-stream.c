@@ -49,7 +49,7 @@ static void wait_for(struct shm_link *l, bool block, bool want_room)
                 bench_cpu_relax();
                 return;
         }
-        if (!shm_link_arm(l, want_room))
+        if (!shm_link_arm(l, true, want_room))
                 return;
         poll(&p, 1, -1);
         shm_link_disarm(l);

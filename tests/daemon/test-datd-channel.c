@@ -362,7 +362,7 @@ Test(datd_channel, shm_link_carries_bytes_between_the_two_ends)
         cr_assert_eq(shm_link_attach(mb, sb, cb.ev_data_channel.ring_size, cb.ev_data_channel.side,
                                      fb[1], fb[2], &lb), 0);
         /* a (passive) goes to sleep on its doorbell; b writes. */
-        cr_expect(shm_link_arm(&la, false));
+        cr_expect(shm_link_arm(&la, true, false));
         cr_assert_eq(shm_link_writev(&lb, &wv, 1), (ssize_t) sizeof(out));
         p = (struct pollfd) { .fd = fa[1], .events = POLLIN };
         cr_expect_eq(poll(&p, 1, EV_MS), 1, "a's doorbell did not ring");

@@ -497,7 +497,7 @@ Test(shm_link, consume_gives_the_room_back_and_rings_a_writer_that_waits, .init 
         while (write_bytes(&e0, in, 56) == 56)
                 ;
         cr_expect_eq(shm_link_writable(&e0), 0);
-        cr_expect(shm_link_arm(&e0, true), "no room: the writer may sleep");
+        cr_expect(shm_link_arm(&e0, true, true), "no room: the writer may sleep");
         cr_assert_not_null(shm_link_peek(&e1, 4096, &len));
         cr_expect_eq(shm_link_writable(&e0), 0, "a lent record's room is held");
         cr_expect(shm_link_consume(&e1));
@@ -647,7 +647,7 @@ Test(shm_link, writer_rings_no_doorbell_while_the_reader_has_not_armed, .init = 
 
 Test(shm_link, writer_rings_once_for_a_reader_that_armed, .init = link_setup, .fini = link_teardown)
 {
-        cr_assert(shm_link_arm(&e1, false), "nothing to read: may sleep");
+        cr_assert(shm_link_arm(&e1, true, false), "nothing to read: may sleep");
         cr_assert_eq(write_bytes(&e0, "a", 1), 1);
         cr_expect_eq(e0.doorbell_writes, 1);
         cr_expect(doorbell_rang(f.doorbell[1]));
@@ -661,7 +661,7 @@ Test(shm_link, writer_rings_once_for_a_reader_that_armed, .init = link_setup, .f
 Test(shm_link, arm_refuses_to_sleep_when_data_is_there, .init = link_setup, .fini = link_teardown)
 {
         cr_assert_eq(write_bytes(&e0, "a", 1), 1);
-        cr_expect_not(shm_link_arm(&e1, false));
+        cr_expect_not(shm_link_arm(&e1, true, false));
         cr_assert_eq(write_bytes(&e0, "b", 1), 1);
         cr_expect_eq(e0.doorbell_writes, 0, "the announcement was withdrawn");
 }
@@ -669,7 +669,7 @@ Test(shm_link, arm_refuses_to_sleep_when_data_is_there, .init = link_setup, .fin
 Test(shm_link, arm_refuses_to_sleep_when_the_peer_closed, .init = link_setup, .fini = link_teardown)
 {
         shm_link_close_tx(&e0);
-        cr_expect_not(shm_link_arm(&e1, false), "the end of the stream is work to do");
+        cr_expect_not(shm_link_arm(&e1, true, false), "the end of the stream is work to do");
 }
 
 Test(shm_link, arm_for_room_refuses_to_sleep_while_there_is_room, .init = link_setup, .fini = link_teardown)
@@ -677,23 +677,23 @@ Test(shm_link, arm_for_room_refuses_to_sleep_while_there_is_room, .init = link_s
         static unsigned char buf[RING];
 
         cr_assert_eq(write_bytes(&e0, buf, 3 * REC_MAX), (ssize_t)(3 * REC_MAX));
-        cr_expect_not(shm_link_arm(&e0, true), "room for a last record");
+        cr_expect_not(shm_link_arm(&e0, true, true), "room for a last record");
         cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)(WRITE_MAX - 3 * REC_MAX));
-        cr_expect(shm_link_arm(&e0, true), "full and nothing to read");
+        cr_expect(shm_link_arm(&e0, true, true), "full and nothing to read");
         shm_link_disarm(&e0);
 }
 
-/* shm_link_arm_room: for an end that takes nothing in (a frame waits for a
- * receive), data waiting is no reason to stay awake, and the peer's writes
- * ring nothing; room still is, and its freeing rings. */
+/* shm_link_arm without want_data: for an end that takes nothing in (a
+ * frame waits for a receive), data waiting is no reason to stay awake, and
+ * the peer's writes ring nothing; room still is, and its freeing rings. */
 Test(shm_link, arm_for_room_alone_ignores_data_waiting, .init = link_setup, .fini = link_teardown)
 {
         static unsigned char buf[RING];
 
         cr_assert_eq(write_bytes(&e1, "x", 1), 1);
-        cr_expect_not(shm_link_arm_room(&e0), "room: do not sleep");
+        cr_expect_not(shm_link_arm(&e0, false, true), "room: do not sleep");
         cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)WRITE_MAX);
-        cr_expect(shm_link_arm_room(&e0), "full: sleep, with data waiting");
+        cr_expect(shm_link_arm(&e0, false, true), "full: sleep, with data waiting");
         cr_assert_eq(write_bytes(&e1, "y", 1), 1);
         cr_expect_eq(e1.doorbell_writes, 0, "the reader side was not announced");
         cr_assert_eq(read_bytes(&e1, buf, REC_MAX), (ssize_t)REC_MAX);
@@ -709,7 +709,7 @@ Test(shm_link, reader_rings_a_writer_that_waits_for_room_when_it_frees_some, .in
         cr_assert_eq(read_bytes(&e1, buf, REC_MAX), (ssize_t)REC_MAX);
         cr_expect_eq(e1.doorbell_writes, 0, "the writer did not wait");
         cr_assert_eq(write_bytes(&e0, buf, RING), (ssize_t)REC_MAX);
-        cr_assert(shm_link_arm(&e0, true));
+        cr_assert(shm_link_arm(&e0, true, true));
         cr_assert_eq(read_bytes(&e1, buf, 1), 1);
         cr_expect_eq(e1.doorbell_writes, 0, "a record read in part frees nothing");
         cr_assert_eq(read_bytes(&e1, buf, REC_MAX - 1), (ssize_t)(REC_MAX - 1));
@@ -735,7 +735,7 @@ Test(shm_link, read_refuses_a_record_header_without_the_mark_or_too_long, .init 
         put_u64(f.mem, rec_at(0, 0), 0x12345678ull << 32 | 8);
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
         cr_expect_eq(shm_link_readable(&e1), 1, "readable, so that the poller learns it");
-        cr_expect_not(shm_link_arm(&e1, false), "work to do: the error");
+        cr_expect_not(shm_link_arm(&e1, true, false), "work to do: the error");
         put_u64(f.mem, rec_at(0, 0), REC_MARK << 32 | (REC_MAX + 1));
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
         put_u64(f.mem, rec_at(0, 0), REC_MARK << 32);
@@ -770,7 +770,7 @@ Test(shm_link, a_stale_record_of_the_last_lap_is_never_read, .init = link_setup,
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 1);
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 0, "the next cell held an old header");
         cr_expect_eq(shm_link_readable(&e1), 0);
-        cr_expect(shm_link_arm(&e1, false), "nothing to read: may sleep");
+        cr_expect(shm_link_arm(&e1, true, false), "nothing to read: may sleep");
         shm_link_disarm(&e1);
 }
 
@@ -852,7 +852,7 @@ Test(shm_link, a_peer_scribbling_on_the_control_blocks_never_breaks_the_other_en
                         r = write_bytes(&e0, buf + GUARD, n);
                         break;
                 case 2:
-                        shm_link_arm(&e0, true);
+                        shm_link_arm(&e0, true, true);
                         shm_link_disarm(&e0);
                         r = 0;
                         break;
@@ -895,7 +895,7 @@ static bool sleep_on_doorbell(struct shm_link *l, bool want_room, int ms, struct
         int r;
 
         sc->arms++;
-        if (!shm_link_arm(l, want_room))
+        if (!shm_link_arm(l, true, want_room))
                 return true;
         sc->sleeps++;
         r = poll(&p, 1, ms);
