@@ -76,8 +76,7 @@ static bool shm_readable(struct channel *ch)
 {
         struct channel_shm *s = to_shm(ch);
 
-        return shm_link_readable(&s->link) > 0 || shm_link_peer_closed(&s->link) ||
-               __atomic_load_n(&s->hung_up, __ATOMIC_RELAXED);
+        return shm_link_rx_ready(&s->link) || __atomic_load_n(&s->hung_up, __ATOMIC_RELAXED);
 }
 
 static bool shm_arm(struct channel *ch, bool want_data, bool want_room)

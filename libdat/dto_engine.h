@@ -224,6 +224,14 @@ struct dto_ep {
         uint32_t read_data_pending;     /* inline RDMA Read data queued, not out yet */
         uint64_t rnr_deadline_ns;       /* a SEND waits for a receive until then, 0: not */
 
+        /* The EVDs completions go to, as last looked up (an EP's EVD
+         * cannot be freed while the EP uses it; dat_ep_modify may change
+         * the handle, which the cache then no longer matches). */
+        struct dto_evd_cache {
+                DAT_EVD_HANDLE handle;
+                struct evd *evd;
+        } request_evd, recv_evd;
+
         /* CNO notices of completions made where no batch was at hand
          * (dto_fail), run by dto_finish. */
         struct dto_batch fail_batch;
@@ -310,8 +318,17 @@ static inline bool dto_tx_flush(struct dto_ep *d)
         return dto_tx_idle(d) ? false : dto_tx_flush_frames(d);
 }
 
-/* Whether frames wait for room in the channel. */
-bool dto_tx_pending(const struct dto_ep *d);
+/* Whether frames wait for room in the channel (dto_tx_pending_frames),
+ * with the usual answer inline: every poll of an idle data path asks. */
+bool dto_tx_pending_frames(const struct dto_ep *d);
+
+static inline bool dto_tx_pending(const struct dto_ep *d)
+{
+        if (d->tx_next == d->tail && d->tx_item == DTO_TX_NONE && d->resp_count == 0 &&
+            !d->hello_owed && !d->cma_ok_owed)
+                return false;
+        return dto_tx_pending_frames(d);
+}
 
 /* Queues a response; false when the ring is full (a peer that never reads
  * its responses: the caller fails the connection). */
@@ -344,11 +361,21 @@ bool dto_rx_poll(struct dto_ep *d, struct dto_batch *b);
  * waits for a receive (dat_ep_post_recv or its deadline wakes it), or a
  * request waits for the Read data ahead of it to go out (room in the
  * channel wakes it). */
-bool dto_rx_blocked(const struct dto_ep *d);
+static inline bool dto_rx_blocked(const struct dto_ep *d)
+{
+        return d->rx_state == DTO_RX_ACTION && (d->rnr_deadline_ns || d->read_data_pending);
+}
 
 /* Bytes were read ahead and wait in the stash, and the receive side can
- * take them now (it is not stalled): work, whatever the channel says. */
-bool dto_rx_stashed(const struct dto_ep *d);
+ * take them now (it is not stalled): work, whatever the channel says.  A
+ * frame stalled in its action (a Send waiting for a receive, a request
+ * waiting for Read data to go out) takes nothing more until what it waits
+ * for happens, and that comes with its own wake-up: counting its stash as
+ * work would make the progress thread spin. */
+static inline bool dto_rx_stashed(const struct dto_ep *d)
+{
+        return d->rx_stash_off < d->rx_stash_len && !dto_rx_blocked(d);
+}
 
 /* Work on d that no channel event will announce: an acknowledgement owed,
  * frames waiting for room, bytes in the stash.  A thread that leaves it

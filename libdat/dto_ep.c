@@ -129,11 +129,15 @@ struct dto_ep *dto_ep_get(struct ep *ep)
         return d;
 }
 
-static void post_event(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *event, bool notify,
-                       struct dto_batch *b)
+static void post_event(struct dto_evd_cache *c, DAT_EVD_HANDLE evd_handle, const DAT_EVENT *event,
+                       bool notify, struct dto_batch *b)
 {
-        struct evd *evd = evd_lookup(evd_handle);
+        struct evd *evd = c->evd;
 
+        if (_unlikely_(!evd || c->handle != evd_handle)) {
+                evd = c->evd = evd_lookup(evd_handle);
+                c->handle = evd_handle;
+        }
         if (evd)
                 (void)evd_post_deferred(evd, event, notify, &b->deferred);
 }
@@ -191,7 +195,7 @@ static void complete_request(struct dto_ep *d, struct dto_req *r, struct dto_bat
         __atomic_sub_fetch(&d->ep->request_outstanding, 1, __ATOMIC_RELAXED);
         if (ok && (r->flags & DAT_COMPLETION_SUPPRESS_FLAG))
                 return;
-        post_event(d->ep->request_evd, &event, !(r->flags & DAT_COMPLETION_UNSIGNALLED_FLAG), b);
+        post_event(&d->request_evd, d->ep->request_evd, &event, !(r->flags & DAT_COMPLETION_UNSIGNALLED_FLAG), b);
 }
 
 void dto_deliver_requests(struct dto_ep *d, struct dto_batch *b)
@@ -246,7 +250,7 @@ static void complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq_b
                         __atomic_add_fetch(&d->srq_unreaped, 1, __ATOMIC_RELAXED);
                 }
         }
-        post_event(d->ep->recv_evd, &event, notify || status != DAT_DTO_SUCCESS, b);
+        post_event(&d->recv_evd, d->ep->recv_evd, &event, notify || status != DAT_DTO_SUCCESS, b);
 }
 
 /* Every DTO outstanding completes DAT_DTO_ERR_FLUSHED (requests already
@@ -664,7 +668,8 @@ void dto_event_reaped(const DAT_EVENT *event)
         struct srq *srq;
         struct ep *ep;
 
-        if (event->event_number != DAT_DTO_COMPLETION_EVENT || e->operation != DAT_DTO_RECEIVE)
+        if (event->event_number != DAT_DTO_COMPLETION_EVENT || e->operation != DAT_DTO_RECEIVE ||
+            !srq_exist())
                 return;
         ep = ep_lookup(e->ep_handle);
         if (!ep || ep->srq == DAT_HANDLE_NULL || !ep->dto)

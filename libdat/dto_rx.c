@@ -666,6 +666,34 @@ static void lend_end(struct dto_ep *d)
         (void)d->ch->ops->consume(d->ch);
 }
 
+/* The stash is empty: borrows the channel's bytes, or reads into the
+ * stash alone (one buffer is the channel's cheapest read).  Returns the
+ * bytes now in the stash, 0 (nothing there), or -EPIPE. */
+static ssize_t stash_fill(struct dto_ep *d)
+{
+        struct iovec s = { d->rx_stash, sizeof(d->rx_stash) };
+        ssize_t r;
+
+        if (d->rx_drained)
+                return 0;
+        switch (lend(d)) {
+        case LEND_EMPTY:
+                d->rx_drained = true;
+                return 0;
+        case LEND_LENT:
+                return (ssize_t)d->rx_stash_len;
+        case LEND_READ:
+                break;
+        }
+        r = d->ch->ops->readv(d->ch, &s, 1);
+        d->rx_drained = r >= 0 && (size_t)r < sizeof(d->rx_stash);
+        if (r <= 0)
+                return r;
+        d->rx_stash_len = (uint32_t)r;
+        d->rx_stash_off = 0;
+        return r;
+}
+
 /* Reads from the channel into iov (n entries, n <= DTO_MAX_SEGS + 1),
  * through the stash: what an earlier read took beyond what it needed
  * comes first, and a read asks the channel for up to DTO_STASH more bytes
@@ -688,25 +716,11 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
         for (int i = 0; i < n; i++)
                 want += iov[i].iov_len;
         if (d->rx_stash_off >= d->rx_stash_len && want <= DTO_RX_SMALL) {
-                /* A header or a small payload: borrow the channel's bytes,
-                 * or read into the stash alone (one buffer is the
-                 * channel's cheapest read); then serve from the stash
-                 * below. */
-                struct iovec s = { d->rx_stash, sizeof(d->rx_stash) };
-                enum lend_result l = lend(d);
-
-                if (l == LEND_EMPTY) {
-                        d->rx_drained = true;
-                        return 0;
-                }
-                if (l == LEND_READ) {
-                        r = d->ch->ops->readv(d->ch, &s, 1);
-                        d->rx_drained = r >= 0 && (size_t)r < sizeof(d->rx_stash);
-                        if (r <= 0)
-                                return r;
-                        d->rx_stash_len = (uint32_t)r;
-                        d->rx_stash_off = 0;
-                }
+                /* A header or a small payload: fill the stash, then serve
+                 * from it below. */
+                r = stash_fill(d);
+                if (r <= 0)
+                        return r;
         }
         if (d->rx_stash_off < d->rx_stash_len) {
                 for (int i = 0; i < n && d->rx_stash_off < d->rx_stash_len; i++) {
@@ -733,20 +747,21 @@ static ssize_t rx_read(struct dto_ep *d, const struct iovec *iov, int n)
         return r;
 }
 
-bool dto_rx_blocked(const struct dto_ep *d)
+/* A frame's header straight from the stash into d->rx (filling an empty
+ * stash first), when it holds the whole header: the usual case, a read
+ * takes a small frame whole.  False: collect it in rx_hdr (read_fixed);
+ * a channel that failed fails there too. */
+static bool header_from_stash(struct dto_ep *d, bool *moved)
 {
-        return d->rx_state == DTO_RX_ACTION && (d->rnr_deadline_ns || d->read_data_pending);
-}
-
-bool dto_rx_stashed(const struct dto_ep *d)
-{
-        /* A frame stalled in its action (a Send waiting for a receive, a
-         * request waiting for Read data to go out) takes nothing more until
-         * what it waits for happens, and that comes with its own wake-up:
-         * counting its stash as work would make the progress thread spin. */
-        if (dto_rx_blocked(d))
+        if (d->rx_have != 0)
                 return false;
-        return d->rx_stash_off < d->rx_stash_len;
+        if (d->rx_stash_off >= d->rx_stash_len && stash_fill(d) <= 0)
+                return false;
+        if (d->rx_stash_len - d->rx_stash_off < sizeof(d->rx))
+                return false;
+        stash_take(d, &d->rx, sizeof(d->rx));
+        *moved = true;
+        return true;
 }
 
 /* Reads into the header or segment buffer; false when nothing more came. */
@@ -833,12 +848,14 @@ static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
         while (d->state == DTO_RUNNING && !d->rx_fatal && !d->peer_bye) {
                 switch (d->rx_state) {
                 case DTO_RX_HEADER:
-                        if (!read_fixed(d, d->rx_hdr, sizeof(d->rx_hdr), &moved))
-                                return moved;
-                        if (d->rx_have < sizeof(d->rx_hdr))
-                                break;
-                        memcpy(&d->rx, d->rx_hdr, sizeof(d->rx));
-                        d->rx_have = 0;
+                        if (!header_from_stash(d, &moved)) {
+                                if (!read_fixed(d, d->rx_hdr, sizeof(d->rx_hdr), &moved))
+                                        return moved;
+                                if (d->rx_have < sizeof(d->rx_hdr))
+                                        break;
+                                memcpy(&d->rx, d->rx_hdr, sizeof(d->rx));
+                                d->rx_have = 0;
+                        }
                         d->rx_seq_taken = false;
                         if (!frame_sane(d, &d->rx) || !take_ack(d, d->rx.ack)) {
                                 protocol_error(d, "a malformed frame");

@@ -161,8 +161,8 @@ static void start_request(struct dto_ep *d)
 {
         uint32_t slot = d->tx_next % d->req_cap;
         struct dto_req *r = &d->req[slot];
-        struct iovec iov[DTO_MAX_SEGS];
-        uint32_t n = req_iovecs(d, slot, r, iov);
+        /* Where the payload goes out from; CMA makes descriptors of it. */
+        uint32_t n = req_iovecs(d, slot, r, d->tx_payload);
 
         d->tx_hdr = (struct dto_frame){
                 .op = r->kind,
@@ -200,12 +200,11 @@ static void start_request(struct dto_ep *d)
         if (r->cma) {
                 d->tx_hdr.flags |= DTO_F_CMA;
                 for (uint32_t i = 0; i < n; i++)
-                        d->tx_segs[i] = (struct dto_seg){ (uintptr_t)iov[i].iov_base,
-                                                          iov[i].iov_len };
+                        d->tx_segs[i] = (struct dto_seg){ (uintptr_t)d->tx_payload[i].iov_base,
+                                                          d->tx_payload[i].iov_len };
                 d->tx_nsegs = n;
                 d->tx_hdr.nseg = (uint16_t)n;
         } else if (r->kind != DTO_REQ_READ) {
-                memcpy(d->tx_payload, iov, n * sizeof(*iov));
                 d->tx_npayload = n;
         }
         if (r->kind == DTO_REQ_READ)
@@ -287,7 +286,7 @@ static bool start_next(struct dto_ep *d)
         return true;
 }
 
-bool dto_tx_pending(const struct dto_ep *d)
+bool dto_tx_pending_frames(const struct dto_ep *d)
 {
         if (d->state != DTO_RUNNING)
                 return false;
@@ -309,6 +308,13 @@ static int remaining_iov(const struct dto_ep *d, struct iovec *iov)
         uint64_t skip = d->tx_off;
         int n = 0, out = 0;
 
+        /* A frame that starts, inline (the usual one): as it is. */
+        if (skip == 0 && d->tx_nsegs == 0) {
+                iov[0] = (struct iovec){ (void *)&d->tx_hdr, sizeof(d->tx_hdr) };
+                for (uint32_t i = 0; i < d->tx_npayload; i++)
+                        iov[i + 1] = d->tx_payload[i];
+                return (int)d->tx_npayload + 1;
+        }
         all[n++] = (struct iovec){ (void *)&d->tx_hdr, sizeof(d->tx_hdr) };
         if (d->tx_nsegs)
                 all[n++] = (struct iovec){ (void *)d->tx_segs,

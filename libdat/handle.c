@@ -1,15 +1,7 @@
-/* The handle table and the common object header (see handle.h), and the
- * three DAT entry points that work on a handle of any kind:
- * dat_get_handle_type, dat_set_consumer_context, dat_get_consumer_context.
- *
- * A handle value is (tag | generation | slot index + 1).  The tag makes the
- * value a non-canonical address on 64-bit machines (a consumer that
- * dereferences one faults at once) and lets garbage, stack addresses and
- * DAT_EVD_ASYNC_EXISTS/DAT_EVD_OUT_OF_SCOPE fail the first comparison.  The
- * table grows in fixed chunks that are never moved or freed, so a lookup may
- * read any slot at any time without a lock: it reads the slot's state word,
- * the object pointer, and the state word again, and accepts the pointer only
- * if the slot was live, of the right type and generation, and unchanged. */
+/* The handle table's allocation and release (its layout and lookup:
+ * handle_table.h), the common object header (see handle.h), and the three
+ * DAT entry points that work on a handle of any kind:
+ * dat_get_handle_type, dat_set_consumer_context, dat_get_consumer_context. */
 #include "config.h"
 
 #include "libdat/handle.h"
@@ -18,42 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if UINTPTR_MAX > 0xffffffffu
-#define HANDLE_TAG_BITS 16
-#define HANDLE_TAG ((uintptr_t)0xda7a)
-#else
-#define HANDLE_TAG_BITS 4
-#define HANDLE_TAG ((uintptr_t)0xd)
-#endif
-#define HANDLE_WORD_BITS (sizeof(uintptr_t) * 8)
-#define HANDLE_INDEX_BITS 20 /* index + 1, so up to DAT_HANDLE_TABLE_MAX - 1 slots */
-#define HANDLE_GEN_BITS (HANDLE_WORD_BITS - HANDLE_TAG_BITS - HANDLE_INDEX_BITS)
-#define HANDLE_TAG_SHIFT (HANDLE_WORD_BITS - HANDLE_TAG_BITS)
-#define HANDLE_INDEX_MASK (((uintptr_t)1 << HANDLE_INDEX_BITS) - 1)
-#define HANDLE_GEN_MASK (((uintptr_t)1 << HANDLE_GEN_BITS) - 1)
-
-_Static_assert(DAT_HANDLE_TABLE_MAX == (1u << HANDLE_INDEX_BITS), "index field size");
-
-#define CHUNK_SHIFT 10
-#define CHUNK_SLOTS (1u << CHUNK_SHIFT)
-#define MAX_CHUNKS (DAT_HANDLE_TABLE_MAX / CHUNK_SLOTS)
-
-/* Slot state word: generation << 8 | type << 1 | live. */
-#define STATE_LIVE ((uintptr_t)1)
-#define STATE_TYPE(s) (((s) >> 1) & 0x7f)
-#define STATE_GEN(s) (((s) >> 8) & HANDLE_GEN_MASK)
-#define STATE_MAKE(gen, type, live) \
-        ((((uintptr_t)(gen) & HANDLE_GEN_MASK) << 8) | ((uintptr_t)(type) << 1) | (live))
-
-_Static_assert(HANDLE_GEN_BITS + 8 <= HANDLE_WORD_BITS, "state word too small");
-
-struct handle_slot {
-        uintptr_t state;          /* atomic */
-        struct dat_object *obj;   /* atomic */
-        uint32_t next_free;       /* index + 1 of the next free slot, 0 = none; under table_lock */
-};
-
-static struct handle_slot *chunks[MAX_CHUNKS]; /* atomic pointers, written under table_lock */
+/* handle_table.h: atomic pointers, written under table_lock. */
+struct handle_slot *dat_handle_chunks[HANDLE_MAX_CHUNKS];
 static uint32_t n_slots;                       /* slots in allocated chunks */
 static uint32_t free_head, free_tail;          /* FIFO of free slots, index + 1, 0 = empty */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -71,9 +29,7 @@ void dat_object_unlock(void)
 
 static struct handle_slot *slot_at(uint32_t index)
 {
-        struct handle_slot *chunk = __atomic_load_n(&chunks[index >> CHUNK_SHIFT], __ATOMIC_ACQUIRE);
-
-        return chunk ? &chunk[index & (CHUNK_SLOTS - 1)] : NULL;
+        return handle_slot_at(index);
 }
 
 /* Takes a free slot, growing the table by a chunk when none is left.  Freed
@@ -82,23 +38,23 @@ static struct handle_slot *slot_at(uint32_t index)
 static int slot_alloc(uint32_t *index)
 {
         if (!free_head) {
-                uint32_t c = n_slots / CHUNK_SLOTS, first = n_slots, last;
+                uint32_t c = n_slots / HANDLE_CHUNK_SLOTS, first = n_slots, last;
                 struct handle_slot *chunk;
 
-                if (c >= MAX_CHUNKS)
+                if (c >= HANDLE_MAX_CHUNKS)
                         return -1;
-                chunk = calloc(CHUNK_SLOTS, sizeof(*chunk));
+                chunk = calloc(HANDLE_CHUNK_SLOTS, sizeof(*chunk));
                 if (!chunk)
                         return -1;
                 /* A handle stores index + 1 in its index field, so the very
                  * last index of the table is never handed out. */
-                last = first + CHUNK_SLOTS - 1;
+                last = first + HANDLE_CHUNK_SLOTS - 1;
                 if (last + 1 >= DAT_HANDLE_TABLE_MAX)
                         last--;
                 for (uint32_t idx = first; idx < last; idx++)
                         chunk[idx - first].next_free = idx + 2;
-                __atomic_store_n(&chunks[c], chunk, __ATOMIC_RELEASE);
-                n_slots += CHUNK_SLOTS;
+                __atomic_store_n(&dat_handle_chunks[c], chunk, __ATOMIC_RELEASE);
+                n_slots += HANDLE_CHUNK_SLOTS;
                 free_head = first + 1;
                 free_tail = last + 1;
         }
@@ -129,49 +85,6 @@ static DAT_HANDLE handle_encode(uint32_t index, uintptr_t gen)
                             ((uintptr_t)index + 1));
 }
 
-/* Splits a handle value; false if it cannot be one of ours. */
-static bool handle_decode(DAT_HANDLE handle, uint32_t *index, uintptr_t *gen)
-{
-        uintptr_t v = (uintptr_t)handle;
-        uintptr_t idx1 = v & HANDLE_INDEX_MASK;
-
-        if ((v >> HANDLE_TAG_SHIFT) != HANDLE_TAG || idx1 == 0)
-                return false;
-        *index = (uint32_t)(idx1 - 1);
-        *gen = (v >> HANDLE_INDEX_BITS) & HANDLE_GEN_MASK;
-        return true;
-}
-
-static struct dat_object *lookup(DAT_HANDLE handle, int type)
-{
-        struct handle_slot *slot;
-        struct dat_object *obj;
-        uintptr_t gen, before, after;
-        uint32_t index;
-
-        if (!handle_decode(handle, &index, &gen))
-                return NULL;
-        slot = slot_at(index);
-        if (!slot)
-                return NULL;
-        before = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
-        if (!(before & STATE_LIVE) || STATE_GEN(before) != gen ||
-            (type >= 0 && STATE_TYPE(before) != (uintptr_t)type))
-                return NULL;
-        obj = __atomic_load_n(&slot->obj, __ATOMIC_ACQUIRE);
-        after = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
-        return after == before ? obj : NULL;
-}
-
-struct dat_object *dat_object_lookup(DAT_HANDLE handle, DAT_HANDLE_TYPE type)
-{
-        return lookup(handle, (int)type);
-}
-
-struct dat_object *dat_object_lookup_any(DAT_HANDLE handle)
-{
-        return lookup(handle, -1);
-}
 
 DAT_RETURN dat_invalid_handle(DAT_HANDLE_TYPE type)
 {

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "libdat/handle_table.h"
 #include "libdat/libdat.h"
 
 struct dat_object;
@@ -72,9 +73,6 @@ struct dat_object {
                 return o ? dat_container_of(o, struct name, obj) : NULL;               \
         }
 
-/* The most live handles a process can hold: the table stops growing here. */
-#define DAT_HANDLE_TABLE_MAX (1u << 20)
-
 /* Gives obj a handle and links it under parent (NULL for an IA).  Returns
  * DAT_SUCCESS; DAT_INSUFFICIENT_RESOURCES when memory or the table's limit
  * is exhausted; DAT_INVALID_HANDLE (of the parent's kind) when the parent is
@@ -89,10 +87,16 @@ void dat_object_fini(struct dat_object *obj);
 
 /* Finds the live object a handle names, if it is of the given type; NULL
  * otherwise.  Safe on any value. */
-struct dat_object *dat_object_lookup(DAT_HANDLE handle, DAT_HANDLE_TYPE type);
+static inline struct dat_object *dat_object_lookup(DAT_HANDLE handle, DAT_HANDLE_TYPE type)
+{
+        return handle_table_lookup(handle, (int)type);
+}
 
 /* Same, for any type. */
-struct dat_object *dat_object_lookup_any(DAT_HANDLE handle);
+static inline struct dat_object *dat_object_lookup_any(DAT_HANDLE handle)
+{
+        return handle_table_lookup(handle, -1);
+}
 
 /* The error for a bad handle of this type: DAT_INVALID_HANDLE with the
  * subtype naming the kind. */

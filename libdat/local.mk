@@ -11,6 +11,7 @@ libdat_libdatcore_la_SOURCES = \
 	libdat/trace.c \
 	libdat/handle.c \
 	libdat/handle.h \
+	libdat/handle_table.h \
 	libdat/strerror.c \
 	libdat/registry.c \
 	libdat/registry.h \

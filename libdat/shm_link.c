@@ -581,6 +581,18 @@ size_t shm_link_readable(const struct shm_link *l)
         return len < 0 ? 1 : (size_t)len;
 }
 
+bool shm_link_rx_ready(const struct shm_link *l)
+{
+        const struct shm_link_dir *d = &l->rx;
+
+        if (d->rec_len != 0)
+                return d->rec_len != d->rec_off;
+        /* Any word there is a record or an impossible one (-EPROTO); no
+         * word and the peer closed: -EPIPE. */
+        return __atomic_load_n(header_at(l, d, d->count), __ATOMIC_ACQUIRE) != 0 ||
+               __atomic_load_n(&d->ctl->closed, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* What shm_link_writev would take: records of record_max, then one in
  * what is left, each with its header, the cell after the last kept free. */
 size_t shm_link_writable(const struct shm_link *l)

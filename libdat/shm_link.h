@@ -157,6 +157,11 @@ bool shm_link_consume(struct shm_link *l);
  * so that whoever polls reads and learns -EPROTO. */
 size_t shm_link_readable(const struct shm_link *l);
 
+/* Consumer: whether a read now would return something: bytes, -EPROTO or
+ * -EPIPE (shm_link_readable() > 0 || shm_link_peer_closed(), in one look:
+ * the test of every poll of an idle link). */
+bool shm_link_rx_ready(const struct shm_link *l);
+
 /* Producer: the most a write would take now (SHM_LINK_WRITE_MAX when the
  * consumer read everything; 0 also when its counter is impossible). */
 size_t shm_link_writable(const struct shm_link *l);

@@ -117,11 +117,21 @@ static void low_watermark_fired(struct srq *srq, bool fired, DAT_COUNT available
         ep_post_async_event(srq_ia(srq), srq->obj.handle, DAT_SRQ_LOW_WATERMARK_EVENT);
 }
 
+/* SRQs with a handle in this process (atomic). */
+static unsigned srqs_live;
+
+bool srq_exist(void)
+{
+        return __atomic_load_n(&srqs_live, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Frees an SRQ whose datd registration is gone; accepts a half-built one. */
 static void srq_free_object(struct srq *srq, bool pz_held)
 {
         if (!srq)
                 return;
+        if (srq->counted)
+                __atomic_sub_fetch(&srqs_live, 1, __ATOMIC_RELEASE);
         if (pz_held)
                 ep_dep_release(srq->pz, DAT_HANDLE_TYPE_PZ);
         dat_object_fini(&srq->obj);
@@ -195,6 +205,10 @@ _public_ DAT_RETURN dat_srq_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
         }
         ret = dat_object_init(&srq->obj, &srq_ops, &ia->obj);
         if (ret == DAT_SUCCESS) {
+                /* Counted from the moment its handle is valid: an EP can
+                 * take it from then on. */
+                srq->counted = true;
+                __atomic_add_fetch(&srqs_live, 1, __ATOMIC_ACQ_REL);
                 srq_describe(srq, srq->max_recv_dtos, &desc);
                 ret = datd_object_register(ia, &desc, &srq->datd_id);
         }

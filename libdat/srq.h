@@ -35,6 +35,7 @@ struct srq {
         DAT_SRQ_STATE state;
         DAT_PZ_HANDLE pz;               /* users held */
         DAT_COUNT max_recv_iov;
+        bool counted;                   /* in srq_exist()'s count */
 
         /* Everything below under lock: the data path runs on other threads. */
         pthread_mutex_t lock;
@@ -52,6 +53,11 @@ struct srq {
 
 /* The SRQ a handle names, or NULL. */
 struct srq *srq_lookup(DAT_SRQ_HANDLE handle);
+
+/* Whether any SRQ lives in this process: without one no EP has one, and
+ * a receive completion needs no look at its EP's (dto_event_reaped, on
+ * every dequeue). */
+bool srq_exist(void);
 
 /* The IA an SRQ was created on. */
 struct ia *srq_ia(const struct srq *srq);

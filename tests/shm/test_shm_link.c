@@ -415,12 +415,16 @@ Test(shm_link, read_is_partial_when_the_iovec_is_smaller_then_zero_when_empty, .
 
         fill_stream(in, 0, sizeof(in));
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 0);
+        cr_expect_not(shm_link_rx_ready(&e1));
         cr_assert_eq(write_bytes(&e0, in, 300), 300);
         cr_expect_eq(shm_link_readable(&e1), 300);
+        cr_expect(shm_link_rx_ready(&e1));
         cr_expect_eq(read_bytes(&e1, out, 120), 120);
         cr_expect_eq(shm_link_readable(&e1), 180);
+        cr_expect(shm_link_rx_ready(&e1), "a record half read");
         cr_expect_eq(read_bytes(&e1, out + 120, 1000 - 120), 180);
         cr_expect(check_stream(out, 0, 300));
+        cr_expect_not(shm_link_rx_ready(&e1));
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 0);
 }
 
@@ -530,6 +534,7 @@ Test(shm_link, reads_after_the_peer_closed_drain_then_say_epipe, .init = link_se
         cr_expect_eq(read_bytes(&e1, out + 3, sizeof(out) - 3), 2);
         cr_expect_eq(memcmp(out, "hello", 5), 0);
         cr_expect(shm_link_peer_closed(&e1));
+        cr_expect(shm_link_rx_ready(&e1), "the end of the stream is there to read");
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPIPE);
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPIPE);
         cr_expect(doorbell_rang(f.doorbell[1]), "close wakes the peer");
@@ -735,6 +740,7 @@ Test(shm_link, read_refuses_a_record_header_without_the_mark_or_too_long, .init 
         put_u64(f.mem, rec_at(0, 0), 0x12345678ull << 32 | 8);
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
         cr_expect_eq(shm_link_readable(&e1), 1, "readable, so that the poller learns it");
+        cr_expect(shm_link_rx_ready(&e1), "the error is there to read");
         cr_expect_not(shm_link_arm(&e1, true, false), "work to do: the error");
         put_u64(f.mem, rec_at(0, 0), REC_MARK << 32 | (REC_MAX + 1));
         cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPROTO);
