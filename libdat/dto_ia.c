@@ -138,6 +138,27 @@ static void app_unwatch(struct dto_ia *t, struct dto_ep *d)
  * initial-exec: 8 bytes of the static TLS a dlopen()ed library may use. */
 static __thread struct dto_ia *progress_of __attribute__((tls_model("initial-exec")));
 
+/* A data path another thread added: arms its channel as the progress
+ * thread's arm_all would, if that thread sleeps armed (it armed the
+ * channels it knew, not this one).  A progress thread not asleep armed
+ * arms it itself before it next sleeps: it announces armed_sleep before
+ * arm_all looks at the table, and the data path was in the table before
+ * armed_sleep was read here.  Returns false when the progress thread must
+ * be kicked: data is there already.  Without this, every connection's
+ * start cost the progress thread a wake-up, a round over every data path
+ * and the locks the application thread was taking. */
+static bool arm_new(struct dto_ia *t, struct dto_ep *d)
+{
+        bool armed;
+
+        if (!__atomic_load_n(&t->armed_sleep, __ATOMIC_SEQ_CST))
+                return true;
+        dat_lock(&d->lock);
+        armed = d->state != DTO_RUNNING || d->ch->ops->arm(d->ch, true, false);
+        dat_unlock(&d->lock);
+        return armed;
+}
+
 int dto_ia_add(struct dto_ep *d)
 {
         struct dto_ia *t = table_of(d);
@@ -183,10 +204,10 @@ int dto_ia_add(struct dto_ep *d)
         t->watching = true;
         dat_unlock(&t->lock);
         /* The progress thread arms the new channel before it sleeps again:
-         * another thread tells it; itself (a connection established by
-         * datd's event) arms it when this round ends, and a kick would
-         * only cost it a write, a read and a round. */
-        if (progress_of != t)
+         * itself (a connection established by datd's event) when this
+         * round ends, and a kick would only cost it a write, a read and a
+         * round; for another thread, see arm_new. */
+        if (progress_of != t && !arm_new(t, d))
                 dto_ia_kick(d->ia);
         return 0;
 }
