@@ -215,6 +215,25 @@ static bool hold_recv(struct dto_ep *d)
         return true;
 }
 
+/* A Send's payload is in place: its receive completes, and the peer is
+ * owed the acknowledgement. */
+static void send_placed(struct dto_ep *d, struct dto_batch *b)
+{
+        d->bytes_received += d->rx.len;
+        recv_done(d, DAT_DTO_SUCCESS, b);
+        d->ack_owed = d->rx.seq;
+}
+
+static size_t stash_take(struct dto_ep *d, void *dst, size_t max);
+
+/* The whole inline payload of the frame was read ahead with its header
+ * (or lent with it): a small message, placed at once rather than through
+ * the payload state. */
+static bool payload_read_ahead(const struct dto_ep *d)
+{
+        return !(d->rx.flags & DTO_F_CMA) && d->rx_stash_len - d->rx_stash_off >= d->rx.len;
+}
+
 static enum action on_send(struct dto_ep *d, struct dto_batch *b)
 {
         struct iovec iov[DTO_MAX_SEGS];
@@ -237,9 +256,13 @@ static enum action on_send(struct dto_ep *d, struct dto_batch *b)
         if (d->rx.flags & DTO_F_CMA) {
                 if (!cma_move(d, iov, n, d->rx.len, true))
                         return protocol_error(d, "cannot read a Send from the peer's memory");
-                d->bytes_received += d->rx.len;
-                recv_done(d, DAT_DTO_SUCCESS, b);
-                d->ack_owed = d->rx.seq;
+                send_placed(d, b);
+                return ACT_NEXT;
+        }
+        if (n <= 1 && payload_read_ahead(d)) {
+                if (n == 1)
+                        stash_take(d, iov[0].iov_base, iov[0].iov_len);
+                send_placed(d, b);
                 return ACT_NEXT;
         }
         sink_set(d, iov, n, d->rx.len);
@@ -325,6 +348,13 @@ static enum action on_write(struct dto_ep *d, struct dto_batch *b)
         if (d->rx.flags & DTO_F_CMA) {
                 if (!cma_move(d, &target, 1, d->rx.len, true))
                         return protocol_error(d, "cannot read an RDMA Write from the peer");
+                d->rx_state = DTO_RX_HEADER;
+                write_done(d, b);
+                return ACT_NEXT;
+        }
+        if (payload_read_ahead(d)) {
+                if (d->rx.len)
+                        stash_take(d, target.iov_base, target.iov_len);
                 d->rx_state = DTO_RX_HEADER;
                 write_done(d, b);
                 return ACT_NEXT;
@@ -583,9 +613,7 @@ static void on_payload_done(struct dto_ep *d, struct dto_batch *b)
                 on_hello_payload(d);
                 break;
         case DTO_OP_SEND:
-                d->bytes_received += d->rx.len;
-                recv_done(d, DAT_DTO_SUCCESS, b);
-                d->ack_owed = d->rx.seq;
+                send_placed(d, b);
                 break;
         case DTO_OP_WRITE:
                 write_done(d, b);
