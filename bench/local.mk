@@ -38,7 +38,7 @@ bench_floor_conn_rate_LDADD = bench/common/libbench.la -lpthread
 bench-floors: $(BENCH_FLOORS)
 .PHONY: bench-floors
 
-EXTRA_DIST += bench/README.md bench/run-peers bench/results.py
+EXTRA_DIST += bench/README.md bench/run-peers bench/results.py bench/count-instructions
 include bench/datbench/local.mk
 
 # The shm link (libdat/shm_link.h) measured like the floors above (issue 5).
