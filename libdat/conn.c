@@ -741,19 +741,24 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
          * outstanding complete first; the data path finishes it then. */
         if (pending && !dto_ep_disconnect(ep, true))
                 return DAT_SUCCESS;
-        /* Abrupt, or nothing outstanding: what is left flushes now. */
-        dto_ep_stop(ep);
-        if (s == DAT_EP_STATE_CONNECTED || s == DAT_EP_STATE_DISCONNECT_PENDING)
-                /* The data path ran, and its stop told the peer (BYE):
+        if (s == DAT_EP_STATE_CONNECTED || s == DAT_EP_STATE_DISCONNECT_PENDING) {
+                /* Abrupt, or nothing outstanding: what is left flushes now.
+                 * The data path ran, and its stop told the peer (BYE):
                  * datd's answer would add nothing but a round trip. */
+                dto_ep_stop(ep);
                 send_disconnect_nowait(ep, conn_id, graceful);
-        else if (conn_id)
+        } else {
                 /* Still pending: datd may have sent ESTABLISHED and the data
                  * channel already.  Its answer comes after them, so they are
-                 * dispatched first and the data path they start ends in
-                 * order when datd's DISCONNECTED stops it (the peer sees a
-                 * BYE, not its channel closed under it: BROKEN). */
-                (void)send_disconnect(ep, conn_id, graceful);
+                 * dispatched first, and the data path they start ends in
+                 * order: the peer sees a BYE, not its channel closed under
+                 * it (BROKEN).  Stopped only then: a stop before would take
+                 * away the channel offered, and the ESTABLISHED dispatched
+                 * next would find none and break the connection. */
+                if (conn_id)
+                        (void)send_disconnect(ep, conn_id, graceful);
+                dto_ep_stop(ep);
+        }
 
         dat_object_lock();
         if (has_connection(ep->state)) {
