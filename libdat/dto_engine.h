@@ -324,10 +324,7 @@ bool dto_tx_pending_frames(const struct dto_ep *d);
 
 static inline bool dto_tx_pending(const struct dto_ep *d)
 {
-        if (d->tx_next == d->tail && d->tx_item == DTO_TX_NONE && d->resp_count == 0 &&
-            !d->hello_owed && !d->cma_ok_owed)
-                return false;
-        return dto_tx_pending_frames(d);
+        return !dto_tx_idle(d) && dto_tx_pending_frames(d);
 }
 
 /* Queues a response; false when the ring is full (a peer that never reads

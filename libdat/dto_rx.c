@@ -226,12 +226,12 @@ static void send_placed(struct dto_ep *d, struct dto_batch *b)
 
 static size_t stash_take(struct dto_ep *d, void *dst, size_t max);
 
-/* The whole inline payload of the frame was read ahead with its header
- * (or lent with it): a small message, placed at once rather than through
- * the payload state. */
+/* The frame's whole inline payload was read ahead with its header (or
+ * lent with it): a small message, placed at once rather than through the
+ * payload state. */
 static bool payload_read_ahead(const struct dto_ep *d)
 {
-        return !(d->rx.flags & DTO_F_CMA) && d->rx_stash_len - d->rx_stash_off >= d->rx.len;
+        return d->rx_stash_len - d->rx_stash_off >= d->rx.len;
 }
 
 static enum action on_send(struct dto_ep *d, struct dto_batch *b)
@@ -256,16 +256,14 @@ static enum action on_send(struct dto_ep *d, struct dto_batch *b)
         if (d->rx.flags & DTO_F_CMA) {
                 if (!cma_move(d, iov, n, d->rx.len, true))
                         return protocol_error(d, "cannot read a Send from the peer's memory");
-                send_placed(d, b);
-                return ACT_NEXT;
-        }
-        if (n <= 1 && payload_read_ahead(d)) {
+        } else if (n <= 1 && payload_read_ahead(d)) {
                 if (n == 1)
                         stash_take(d, iov[0].iov_base, iov[0].iov_len);
-                send_placed(d, b);
+        } else {
+                sink_set(d, iov, n, d->rx.len);
                 return ACT_NEXT;
         }
-        sink_set(d, iov, n, d->rx.len);
+        send_placed(d, b);
         return ACT_NEXT;
 }
 
@@ -348,18 +346,14 @@ static enum action on_write(struct dto_ep *d, struct dto_batch *b)
         if (d->rx.flags & DTO_F_CMA) {
                 if (!cma_move(d, &target, 1, d->rx.len, true))
                         return protocol_error(d, "cannot read an RDMA Write from the peer");
-                d->rx_state = DTO_RX_HEADER;
-                write_done(d, b);
-                return ACT_NEXT;
-        }
-        if (payload_read_ahead(d)) {
+        } else if (payload_read_ahead(d)) {
                 if (d->rx.len)
                         stash_take(d, target.iov_base, target.iov_len);
-                d->rx_state = DTO_RX_HEADER;
-                write_done(d, b);
+        } else {
+                sink_set(d, &target, d->rx.len ? 1 : 0, d->rx.len);
                 return ACT_NEXT;
         }
-        sink_set(d, &target, d->rx.len ? 1 : 0, d->rx.len);
+        write_done(d, b);
         return ACT_NEXT;
 }
 

@@ -27,11 +27,6 @@ void dat_object_unlock(void)
         pthread_mutex_unlock(&object_lock);
 }
 
-static struct handle_slot *slot_at(uint32_t index)
-{
-        return handle_slot_at(index);
-}
-
 /* Takes a free slot, growing the table by a chunk when none is left.  Freed
  * slots are reused oldest first, so a stale handle's slot is reused (and its
  * generation bumped) as rarely as possible.  Under table_lock. */
@@ -59,7 +54,7 @@ static int slot_alloc(uint32_t *index)
                 free_tail = last + 1;
         }
         *index = free_head - 1;
-        free_head = slot_at(*index)->next_free;
+        free_head = handle_slot_at(*index)->next_free;
         if (!free_head)
                 free_tail = 0;
         return 0;
@@ -68,11 +63,11 @@ static int slot_alloc(uint32_t *index)
 /* Under table_lock. */
 static void slot_release(uint32_t index)
 {
-        struct handle_slot *slot = slot_at(index);
+        struct handle_slot *slot = handle_slot_at(index);
 
         slot->next_free = 0;
         if (free_tail)
-                slot_at(free_tail - 1)->next_free = index + 1;
+                handle_slot_at(free_tail - 1)->next_free = index + 1;
         else
                 free_head = index + 1;
         free_tail = index + 1;
@@ -84,7 +79,6 @@ static DAT_HANDLE handle_encode(uint32_t index, uintptr_t gen)
                             ((gen & HANDLE_GEN_MASK) << HANDLE_INDEX_BITS) |
                             ((uintptr_t)index + 1));
 }
-
 
 DAT_RETURN dat_invalid_handle(DAT_HANDLE_TYPE type)
 {
@@ -144,7 +138,7 @@ static void handle_unregister(struct dat_object *obj)
 
         pthread_mutex_lock(&table_lock);
         if (handle_decode(obj->handle, &index, &gen)) {
-                struct handle_slot *slot = slot_at(index);
+                struct handle_slot *slot = handle_slot_at(index);
 
                 __atomic_store_n(&slot->state, STATE_MAKE(gen + 1, 0, 0), __ATOMIC_RELEASE);
                 __atomic_store_n(&slot->obj, NULL, __ATOMIC_RELEASE);
@@ -164,7 +158,7 @@ DAT_RETURN dat_object_init(struct dat_object *obj, const struct dat_object_ops *
                 pthread_mutex_unlock(&table_lock);
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         }
-        slot = slot_at(index);
+        slot = handle_slot_at(index);
         obj->ops = ops;
         obj->handle = handle_encode(index, STATE_GEN(slot->state));
         obj->parent = parent;
