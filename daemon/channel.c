@@ -97,6 +97,7 @@ fail:
 
 void shm_channel_sent(ShmRegion *r)
 {
+        r->sent = true;
         for (int side = 0; side < 2; side++) {
                 close_forget(&r->doorbell[side][0]);
                 close_forget(&r->doorbell[side][1]);

@@ -23,9 +23,24 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "daemon/id_hash.h"
+#include "daemon/list.h"
+
+struct IaInstance;
+
+/* What an IA instance does with a kept channel (channel_keep.h). */
+enum {
+        KEPT_IN_USE,                    /* its end may touch it */
+        KEPT_RELEASED,                  /* it said CHANNEL_RELEASE: it keeps it, untouched */
+        KEPT_GONE,                      /* the instance is gone, or was told to drop it */
+};
+
 /* One shm connection's region, shared by its two Conn ends. */
-typedef struct ShmRegion {
-        unsigned refs;                  /* ends holding it */
+typedef struct ShmRegion ShmRegion;
+struct ShmRegion {
+        IdLink hlink;                   /* first: kept channels, ChannelKeeper's table
+                                         * (hlink.id is the channel_id); else unused */
+        unsigned refs;                  /* ends holding it, and the keeper while kept */
         int memfd;                      /* kept until the last end goes */
         int doorbell[2][2];             /* [side]: the socketpair or pipe end `side` sleeps on
                                          * ([0], its socket or the read end; [1] the peer's to
@@ -33,9 +48,18 @@ typedef struct ShmRegion {
         int guard[2];                   /* pipes: [side] a read end of side's pipe for the
                                          * peer to hold (never read); else -1 */
         bool pipes;                     /* the doorbells are pipes */
+        bool sent;                      /* both ends have had their descriptors */
         size_t size;                    /* region_size */
         uint32_t ring_size;
-} ShmRegion;
+
+        /* Kept channels (channel_keep.h); holder[] NULL otherwise. */
+        struct IaInstance *holder[2];   /* [side]: the IA instance of that end */
+        uint8_t hold[2];                /* [side]: KEPT_* */
+        bool doomed;                    /* never again to be reused: dropped once released */
+        bool spare;                     /* laid out afresh, waiting for a connection */
+        LIST_FIELDS(ShmRegion, spare0); /* holder[0]->spare0 */
+        LIST_FIELDS(ShmRegion, spare1); /* holder[1]->spare1 */
+};
 
 /* Creates the memfd (sealed, shm_region_create_unmapped), lays out the two
  * rings (shm_link_init_fd, without mapping it), and makes the two doorbells:
@@ -43,7 +67,7 @@ typedef struct ShmRegion {
  * -errno (-EINVAL for a ring size shm_link does not allow). */
 int shm_channel_new(uint32_t ring_size, bool pipes, ShmRegion **ret);
 
-/* Closes the doorbells: both ends have been sent theirs. */
+/* Closes the doorbells: both ends have been sent theirs (sent). */
 void shm_channel_sent(ShmRegion *r);
 
 /* One end is gone; the last one frees the region.  Returns NULL. */

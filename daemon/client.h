@@ -29,6 +29,8 @@ struct IaInstance {
         ObjectCounts counts;            /* what the datd.conf quotas are held against */
         struct Listener *listeners;     /* daemon/conn.c */
         struct Conn *conns;             /* its connection ends */
+        /* Spare kept channels (channel_keep.h) where it is side 0 / side 1. */
+        struct ShmRegion *spare0, *spare1;
 };
 
 struct Client {
@@ -60,7 +62,10 @@ struct Client {
         uint32_t n_listeners;
         uint32_t n_conns;               /* ends, in any state */
         uint32_t n_connecting;          /* active ends not yet answered */
-        uint64_t shm_bytes;             /* shm regions of its connection ends (max_shm_bytes_per_client) */
+        uint64_t shm_bytes;             /* shm regions of its connection ends and kept
+                                         * channels (max_shm_bytes_per_client) */
+        uint32_t n_spare_channels;      /* kept channels of it that are spare
+                                         * (max_spare_channels_per_client) */
         /* A pidfd of its process for its peers' shm channels (they watch
          * it for its exit): opened at the first one and kept, -1 before;
          * the descriptor is sent, not given away. */

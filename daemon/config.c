@@ -385,6 +385,9 @@ static const ConfigKey limit_keys[] = {
          * hold over its connection ends. */
         { "shm_ring_bytes", parse_u32_pow2, offsetof(Limits, shm_ring_bytes), 4096, 64u << 20, 262144 },
         LIMIT(max_shm_bytes_per_client, 1, 1ull << 50, 1ull << 30),
+        /* Kept channels waiting for another connection between the same two
+         * IA instances (daemon/channel_keep.h); 0: none is kept. */
+        LIMIT(max_spare_channels_per_client, 0, 65536, 16),
 };
 
 static void parse_limits(ConfigParser *p, const char *jpath, json_t *v, void *field,

@@ -55,6 +55,7 @@ typedef struct Limits {
         /* The shm data path (daemon/channel.c). */
         uint32_t shm_ring_bytes;                  /* each direction's ring */
         uint64_t max_shm_bytes_per_client;        /* regions of its connection ends */
+        uint32_t max_spare_channels_per_client;   /* kept shm channels waiting for reuse */
 } Limits;
 
 typedef struct IAConfig {

@@ -17,9 +17,11 @@
 
 #include "common/macro.h"
 #include "daemon/channel.h"
+#include "daemon/channel_keep.h"
 #include "daemon/client.h"
 #include "daemon/cm.h"
 #include "daemon/conn.h"
+#include "daemon/id_hash.h"
 #include "daemon/log.h"
 #include "daemon/netif.h"
 #include "daemon/object.h"
@@ -27,28 +29,11 @@
 
 #define DAT_ERR(type, subtype) ((uint32_t) (DAT_CLASS_ERROR | (type) | (subtype)))
 
-/* Buckets of the conn_qual hash (listeners are few); the id hashes start
- * with ID_HASH_MIN buckets and double whenever they hold two entries per
- * bucket.  Ids come from one counter, so consecutive ids land in consecutive
- * buckets. */
+/* Buckets of the conn_qual hash (listeners are few). */
 #define CONN_BUCKETS 4096u
-#define ID_HASH_MIN 1024u
-#define ID_HASH_MAX (1u << 24)
 
 _Static_assert(DATP_PRIVATE_DATA_MAX >= 64, "dat_ep_connect(3DAT): at least 64 bytes");
 
-/* The first member of every Listener, Cr and Conn: its place in an id hash. */
-typedef struct IdLink IdLink;
-struct IdLink {
-        IdLink *next;
-        uint32_t id;
-};
-
-typedef struct IdHash {
-        IdLink **buckets;
-        uint32_t mask;                  /* buckets - 1 */
-        uint32_t n;
-} IdHash;
 
 typedef struct Listener Listener;
 typedef struct Cr Cr;
@@ -147,6 +132,7 @@ struct ConnTable {
         ConnCounters counters;
         DataListener **data_listeners;  /* per IA (m->ias index), made on first use */
         size_t n_data_listeners;
+        ChannelKeeper *keeper;          /* kept shm channels */
 };
 
 /* Same host, tcp: datd's own listener on an IA's address (ephemeral port)
@@ -192,73 +178,6 @@ static uint64_t now_usec(clockid_t clock)
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
-/* ---- hash tables ---------------------------------------------------------- */
-
-static int id_hash_init(IdHash *h)
-{
-        h->buckets = calloc(ID_HASH_MIN, sizeof(*h->buckets));
-        h->mask = ID_HASH_MIN - 1;
-        return h->buckets ? 0 : -ENOMEM;
-}
-
-static void *id_hash_find(const IdHash *h, uint32_t id)
-{
-        IdLink *e = h->buckets[id & h->mask];
-
-        while (e && e->id != id)
-                e = e->next;
-        return e;
-}
-
-/* Doubles the buckets; on failure the chains just grow longer. */
-static void id_hash_grow(IdHash *h)
-{
-        uint32_t size = (h->mask + 1) * 2;
-        IdLink **b;
-
-        if (size > ID_HASH_MAX || !(b = calloc(size, sizeof(*b))))
-                return;
-        for (uint32_t i = 0; i <= h->mask; i++)
-                for (IdLink *e = h->buckets[i], *next; e; e = next) {
-                        next = e->next;
-                        e->next = b[e->id & (size - 1)];
-                        b[e->id & (size - 1)] = e;
-                }
-        free(h->buckets);
-        h->buckets = b;
-        h->mask = size - 1;
-}
-
-static void id_hash_add(IdHash *h, IdLink *e, uint32_t id)
-{
-        if (h->n >= 2 * (h->mask + 1))
-                id_hash_grow(h);
-        e->id = id;
-        e->next = h->buckets[id & h->mask];
-        h->buckets[id & h->mask] = e;
-        h->n++;
-}
-
-static void id_hash_remove(IdHash *h, IdLink *e)
-{
-        IdLink **p = &h->buckets[e->id & h->mask];
-
-        while (*p && *p != e)
-                p = &(*p)->next;
-        if (*p) {
-                *p = e->next;
-                h->n--;
-        }
-}
-
-/* Calls fn for every entry; fn may remove the entry it is given. */
-#define ID_HASH_FOREACH(h, type, var, body)                                     \
-        for (uint32_t _b = 0; _b <= (h)->mask; _b++)                            \
-                for (IdLink *_e = (h)->buckets[_b], *_n; _e; _e = _n) {         \
-                        type *var = (type *) _e;                                \
-                        _n = _e->next;                                          \
-                        body                                                    \
-                }
 
 static Listener *listener_find(ConnTable *t, uint32_t id)
 {
@@ -327,7 +246,7 @@ int conn_table_new(Manager *m, ConnTable **ret)
         t->manager = m;
         t->next_any = m->config->conn_qual_any_min;
         if (id_hash_init(&t->listeners) < 0 || id_hash_init(&t->crs) < 0 ||
-            id_hash_init(&t->conns) < 0) {
+            id_hash_init(&t->conns) < 0 || channel_keeper_new(m, &t->keeper) < 0) {
                 conn_table_free(t);
                 return -ENOMEM;
         }
@@ -350,6 +269,7 @@ ConnTable *conn_table_free(ConnTable *t)
                 free(dl);
         }
         free(t->data_listeners);
+        channel_keeper_free(t->keeper);
         free(t->listeners.buckets);
         free(t->crs.buckets);
         free(t->conns.buckets);
@@ -627,20 +547,34 @@ static const char *shm_quota_refuses(const Client *cl, uint64_t more, const Limi
 static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
 {
         const Limits *lim = &a->table->manager->config->limits;
+        ChannelKeeper *keeper = a->table->keeper;
         Client *ca = a->instance->client, *cb = b->instance->client;
         uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
         /* The file is whole pages (shm_region_create). */
         uint64_t bytes = (shm_link_region_size(lim->shm_ring_bytes) + page - 1) / page * page;
+        bool keep = channel_keeper_wants(keeper, a->instance, b->instance);
         const char *why;
         ShmRegion *r;
         int k;
 
         if (!conn_is_shm(a) || !conn_is_shm(b))
                 return NULL;
-        /* One process holding both ends holds the region twice. */
+        /* A spare of these two instances: already charged to both. */
+        r = keep ? channel_keeper_take(keeper, a->instance, b->instance) : NULL;
+        if (r) {
+                a->shm = b->shm = r;
+                return NULL;
+        }
+        /* One process holding both ends holds the region twice.  Spares
+         * give way to a connection that needs their room. */
         why = shm_quota_refuses(ca, ca == cb ? 2 * bytes : bytes, lim, buf, size);
-        if (!why && ca != cb)
+        if (why && channel_keeper_drop_spares_of(keeper, ca) > 0)
+                why = shm_quota_refuses(ca, ca == cb ? 2 * bytes : bytes, lim, buf, size);
+        if (!why && ca != cb) {
                 why = shm_quota_refuses(cb, bytes, lim, buf, size);
+                if (why && channel_keeper_drop_spares_of(keeper, cb) > 0)
+                        why = shm_quota_refuses(cb, bytes, lim, buf, size);
+        }
         if (why)
                 return why;
         /* Pipes for doorbells when both ends know them (channel.h). */
@@ -653,6 +587,9 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
         a->shm = b->shm = r;
         ca->shm_bytes += r->size;
         cb->shm_bytes += r->size;
+        /* Without an id it is an ordinary region, freed with its ends. */
+        if (keep)
+                (void) channel_keeper_adopt(keeper, r, a->instance, b->instance);
         return NULL;
 }
 
@@ -678,12 +615,25 @@ static void send_data_channel(Conn *c, int tcp_fd)
                 ev.peer_pid = peer->pid;
                 ev.peer_uid = peer->uid;
         }
-        if (c->shm) {
+        if (c->shm && c->shm->hlink.id != 0 && c->shm->sent) {
+                /* A kept channel again: the client has it all. */
                 ev.kind = DATP_CHANNEL_SHM;
                 ev.region_size = c->shm->size;
                 ev.ring_size = c->shm->ring_size;
-                /* The active end produces ring 0, the passive end ring 1. */
+                ev.side = channel_keeper_side(c->shm, c->instance);
+                ev.flags = DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE;
+                ev.channel_id = c->shm->hlink.id;
+        } else if (c->shm) {
+                ev.kind = DATP_CHANNEL_SHM;
+                ev.region_size = c->shm->size;
+                ev.ring_size = c->shm->ring_size;
+                /* The active end produces ring 0, the passive end ring 1
+                 * (which is also the side of each in a kept channel). */
                 ev.side = c->active ? 0 : 1;
+                if (c->shm->hlink.id != 0) {
+                        ev.flags |= DATP_CHANNEL_KEEP;
+                        ev.channel_id = c->shm->hlink.id;
+                }
                 fds[n++] = c->shm->memfd;
                 /* Our doorbell's socket or read end, what rings the
                  * peer's, and (pipes) the read end of the peer's we hold
@@ -860,7 +810,11 @@ static void conn_free(Conn *c)
         data_out_free(c->data_out);
         closep(&c->data_fd);
         free(c->pd);
-        if (c->shm) {
+        if (c->shm && c->shm->hlink.id != 0) {
+                /* Kept: charged to the client while it holds it. */
+                channel_keeper_end_gone(t->keeper, c->shm);
+                c->shm = NULL;
+        } else if (c->shm) {
                 client->shm_bytes -= c->shm->size;
                 c->shm = shm_channel_unref(c->shm);
         }
@@ -974,6 +928,7 @@ void conn_drop_instance(IaInstance *i)
                         conn_free(p);
                 }
         }
+        channel_keeper_drop_instance(i->client->manager->conns->keeper, i);
 }
 
 /* ---- tcp data channels ------------------------------------------------------- */
@@ -1827,9 +1782,24 @@ int conn_handle_cr_accept(Client *c, const struct datp_cr_accept *req)
         }
         if (a->shm) {
                 establish_local(a, b, -1, -1);
-                shm_channel_sent(a->shm);
+                if (!a->shm->sent)
+                        shm_channel_sent(a->shm);
         }
         return r;
+}
+
+int conn_handle_channel_release(Client *c, const struct datp_channel_release *req)
+{
+        struct datp_channel_release_reply reply = {};
+        IaInstance *i = client_find_ia(c, req->ia_id);
+
+        datp_header_init(&reply.hdr, DATP_CHANNEL_RELEASE | DATP_REPLY, c->version, sizeof(reply),
+                         req->hdr.request_id);
+        if (!i)
+                set_status(&reply.status, DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA), EBADF);
+        else
+                channel_keeper_release(c->manager->conns->keeper, i, req->channel_id);
+        return client_send(c, &reply.hdr);
 }
 
 int conn_handle_cr_reject(Client *c, const struct datp_cr_reject *req)

@@ -46,6 +46,9 @@ int conn_handle_cr_accept(Client *c, const struct datp_cr_accept *req);
 int conn_handle_cr_reject(Client *c, const struct datp_cr_reject *req);
 int conn_handle_cr_handoff(Client *c, const struct datp_cr_handoff *req);
 int conn_handle_disconnect(Client *c, const struct datp_disconnect *req);
+/* Version 4: the client kept a channel and touches it no more
+ * (channel_keep.h).  Usually sent with request_id 0: no reply. */
+int conn_handle_channel_release(Client *c, const struct datp_channel_release *req);
 
 /* The client (or one IA instance of it) is going away: its listeners die
  * (their pending requests are refused NON_PEER to the active side), its

@@ -8,6 +8,8 @@ daemon_datd_SOURCES = \
 	daemon/client.c \
 	daemon/object.c \
 	daemon/conn.c \
+	daemon/id_hash.c \
+	daemon/channel_keep.c \
 	daemon/cm.c \
 	daemon/request.c \
 	daemon/bus.c \
@@ -34,6 +36,7 @@ noinst_HEADERS += \
 	daemon/cm.h \
 	daemon/ia.h \
 	daemon/ia-verbs.h \
+	daemon/id_hash.h \
 	daemon/list.h \
 	daemon/log.h \
 	daemon/manager.h \
@@ -62,7 +65,7 @@ daemon_datctl_LDADD = $(SYSTEMD_LIBS) $(JANSSON_LIBS)
 # The data channels datd hands out (issue 5/6): the shm region is laid out by
 # libdat's own code, compiled into datd.
 daemon_datd_SOURCES += daemon/channel.c libdat/shm_link.c libdat/shm_region.c
-noinst_HEADERS += daemon/channel.h
+noinst_HEADERS += daemon/channel.h daemon/channel_keep.h
 
 # datctl: JSON streamed for long lists (issue 7).
 daemon_datctl_SOURCES += daemon/datctl-json.c daemon/datctl-json.h

@@ -325,6 +325,8 @@ int client_handle_packet(Client *c, const union datp_message *msg, size_t len, u
                 return conn_handle_cr_handoff(c, &msg->cr_handoff);
         case DATP_DISCONNECT:
                 return conn_handle_disconnect(c, &msg->disconnect);
+        case DATP_CHANNEL_RELEASE:
+                return conn_handle_channel_release(c, &msg->channel_release);
         default:
                 /* datp_validate() knows a type this datd does not serve. */
                 return client_reject(c, msg, len, DATP_E_TYPE, "message type not served by this datd");

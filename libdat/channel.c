@@ -16,11 +16,11 @@ void channel_close_fds(int *fds, unsigned nfds)
 }
 
 int channel_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
-                   struct channel **out)
+                   struct shm_keep *keep, struct channel **out)
 {
         switch (ev->kind) {
         case DATP_CHANNEL_SHM:
-                return channel_shm_create(ev, fds, nfds, out);
+                return channel_shm_create(ev, fds, nfds, keep, out);
         case DATP_CHANNEL_TCP:
                 return channel_tcp_create(ev, fds, nfds, out);
         default:

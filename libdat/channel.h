@@ -85,15 +85,20 @@ struct channel {
         bool poll_by_fd;                /* readable() cannot tell: poll_fd's readiness does */
 };
 
+struct shm_keep;
+
 /* Builds the channel an EV_DATA_CHANNEL describes; takes ownership of fds
- * (closed on failure).  0 and *out, or -errno (-EPROTO: a descriptor or
- * field is not what the kind needs). */
+ * (closed on failure).  keep: the IA's kept shm channels (shm_keep.h),
+ * where a DATP_CHANNEL_REUSE channel comes from and a DATP_CHANNEL_KEEP
+ * one goes when it is destroyed.  0 and *out, or -errno (-EPROTO: a
+ * descriptor or field is not what the kind needs, or a reused channel
+ * that is not kept). */
 int channel_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
-                   struct channel **out);
+                   struct shm_keep *keep, struct channel **out);
 
 /* Kind constructors (channel_shm.c, channel_tcp.c), same contract. */
 int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
-                       struct channel **out);
+                       struct shm_keep *keep, struct channel **out);
 int channel_tcp_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
                        struct channel **out);
 

@@ -2,7 +2,9 @@
  * the sealed memfd datd made for the connection, the two doorbells (pipes,
  * or from a datd of protocol version 2 or less datagram sockets: see
  * daemon/channel.h), and a pidfd of the peer (readable once it exits: the
- * survivor breaks the connection without waiting for datd). */
+ * survivor breaks the connection without waiting for datd).  A channel
+ * datd lets us keep goes to the IA's shm_keep.h when it is destroyed, and
+ * comes back from there for a later connection. */
 #include "config.h"
 
 #include "libdat/channel.h"
@@ -14,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "libdat/shm_keep.h"
 #include "libdat/shm_link.h"
 #include "libdat/shm_region.h"
 
@@ -25,6 +28,8 @@ struct channel_shm {
         int doorbell_mine;
         int doorbell_peer;
         int guard;                      /* pipes: a read end of the peer's; else -1 */
+        struct shm_keep *keep;          /* kept channels: where it goes at the end */
+        uint32_t channel_id;            /* kept channels: datd's id */
         bool closed;                    /* our direction is closed */
         bool hung_up;                   /* our doorbell has no ringer left */
 };
@@ -116,6 +121,30 @@ static void shm_shutdown(struct channel *ch)
         shm_link_close_tx(&to_shm(ch)->link);
 }
 
+/* Hands what s holds to its keep; false (nothing handed) when out of
+ * memory. */
+static bool keep_end(struct channel_shm *s)
+{
+        struct shm_kept *e = malloc(sizeof(*e));
+
+        if (!e)
+                return false;
+        *e = (struct shm_kept){
+                .id = s->channel_id,
+                .mem = s->mem,
+                .size = s->size,
+                .ring_size = s->link.ring_size,
+                .side = s->link.side,
+                .doorbell_mine = s->doorbell_mine,
+                .doorbell_peer = s->doorbell_peer,
+                .guard = s->guard,
+                .peer_pidfd = s->ch.peer_pidfd,
+                .peer_pid = s->ch.peer_pid,
+        };
+        shm_keep_put(s->keep, e);
+        return true;
+}
+
 static void shm_destroy(struct channel *ch)
 {
         struct channel_shm *s = to_shm(ch);
@@ -124,6 +153,15 @@ static void shm_destroy(struct channel *ch)
          * one (a failure) the peer takes it for a broken connection. */
         if (!__atomic_load_n(&s->closed, __ATOMIC_RELAXED))
                 shm_link_close_tx(&s->link);
+        if (s->keep) {
+                bool kept = keep_end(s);
+
+                shm_keep_unref(s->keep);
+                if (kept) {
+                        free(s);
+                        return;
+                }
+        }
         shm_region_unmap(s->mem, s->size);
         close(s->doorbell_mine);
         close(s->doorbell_peer);
@@ -182,24 +220,47 @@ static bool doorbells_ok(const struct datp_ev_data_channel *ev, const int *fds, 
                doorbell_pipe_ok(fds[3], O_RDONLY);
 }
 
-int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
-                       struct channel **out)
+/* A channel datd kept for us, laid out afresh (DATP_CHANNEL_REUSE): as
+ * it was when it was first sent, nothing passed, nothing to map. */
+static int reuse_kept(const struct datp_ev_data_channel *ev, struct shm_keep *keep,
+                      struct channel_shm *s)
+{
+        struct shm_kept *e = keep ? shm_keep_take(keep, ev->channel_id) : NULL;
+        int r;
+
+        if (!e)
+                return -EPROTO;
+        if (e->size != ev->region_size || e->ring_size != ev->ring_size || e->side != ev->side) {
+                shm_kept_free(e);
+                return -EPROTO;
+        }
+        r = shm_link_attach(e->mem, e->size, e->ring_size, e->side, e->doorbell_mine,
+                            e->doorbell_peer, &s->link);
+        if (r < 0) {
+                shm_kept_free(e);
+                return r;
+        }
+        s->mem = e->mem;
+        s->size = e->size;
+        s->doorbell_mine = e->doorbell_mine;
+        s->doorbell_peer = e->doorbell_peer;
+        s->guard = e->guard;
+        s->ch.peer_pidfd = e->peer_pidfd;
+        s->ch.peer_pid = e->peer_pid;
+        free(e);
+        return 0;
+}
+
+/* A channel sent with its descriptors: maps the region and takes them. */
+static int attach_new(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
+                      struct channel_shm *s)
 {
         bool pipes = ev->flags & DATP_CHANNEL_PIPES;
         unsigned pidfd_at = datp_channel_shm_fds(ev->flags);
-        struct channel_shm *s;
         int r;
 
-        if (ev->side > 1 || ev->region_size != shm_link_region_size(ev->ring_size) ||
-            !doorbells_ok(ev, fds, nfds)) {
-                channel_close_fds(fds, nfds);
+        if (!doorbells_ok(ev, fds, nfds))
                 return -EPROTO;
-        }
-        s = calloc(1, sizeof(*s));
-        if (!s) {
-                channel_close_fds(fds, nfds);
-                return -ENOMEM;
-        }
         r = shm_region_map(fds[0], (size_t)ev->region_size, &s->mem, &s->size);
         if (r == 0 && s->size != ev->region_size)
                 r = -EPROTO;
@@ -211,8 +272,6 @@ int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
         if (r < 0) {
                 if (s->mem)
                         shm_region_unmap(s->mem, s->size);
-                free(s);
-                channel_close_fds(fds, nfds);
                 return r;
         }
         s->link.doorbell_sock = !pipes;
@@ -221,13 +280,44 @@ int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
         s->doorbell_mine = fds[1];
         s->doorbell_peer = fds[2];
         s->guard = pipes ? fds[3] : -1;
-        s->ch.ops = &shm_ops;
-        s->ch.poll_fd = s->doorbell_mine;
         s->ch.peer_pid = ev->peer_pid;
         s->ch.peer_pidfd = nfds > pidfd_at ? fds[pidfd_at] : -1;
-        s->ch.same_host = ev->peer_pid > 0;
         for (unsigned i = 0; i < nfds; i++)
                 fds[i] = -1;
+        return 0;
+}
+
+int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned nfds,
+                       struct shm_keep *keep, struct channel **out)
+{
+        struct channel_shm *s;
+        int r;
+
+        if (ev->side > 1 || ev->region_size != shm_link_region_size(ev->ring_size)) {
+                channel_close_fds(fds, nfds);
+                return -EPROTO;
+        }
+        s = calloc(1, sizeof(*s));
+        if (!s) {
+                channel_close_fds(fds, nfds);
+                return -ENOMEM;
+        }
+        if (ev->flags & DATP_CHANNEL_REUSE)
+                r = reuse_kept(ev, keep, s);
+        else
+                r = attach_new(ev, fds, nfds, s);
+        if (r < 0) {
+                free(s);
+                channel_close_fds(fds, nfds);
+                return r;
+        }
+        if ((ev->flags & DATP_CHANNEL_KEEP) && keep) {
+                s->keep = shm_keep_ref(keep);
+                s->channel_id = ev->channel_id;
+        }
+        s->ch.ops = &shm_ops;
+        s->ch.poll_fd = s->doorbell_mine;
+        s->ch.same_host = ev->peer_pid > 0;
         *out = &s->ch;
         return 0;
 }

@@ -437,10 +437,15 @@ void dto_channel_offer(struct ia *ia, const struct datp_ev_data_channel *ev, int
         dat_object_unlock();
         if (!ep) {
                 dat_trace("data channel of connection %u for no EP of ours: closed", ev->conn_id);
-                channel_close_fds(fds, nfds);
+                /* A kept one goes (back) to the keep, which tells datd. */
+                if ((ev->flags & DATP_CHANNEL_KEEP) &&
+                    channel_create(ev, fds, nfds, ia->shm_keep, &ch) == 0)
+                        channel_destroy(ch);
+                else
+                        channel_close_fds(fds, nfds);
                 return;
         }
-        r = channel_create(ev, fds, nfds, &ch);
+        r = channel_create(ev, fds, nfds, ia->shm_keep, &ch);
         if (r < 0) {
                 dat_trace("EP %p: data channel of connection %u unusable: %s", ep->obj.handle,
                           ev->conn_id, strerror(-r));

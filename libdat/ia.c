@@ -27,6 +27,7 @@
 
 #include "libdat/progress.h"
 #include "libdat/registry.h"
+#include "libdat/shm_keep.h"
 
 static void ia_destroy(struct dat_object *obj);
 
@@ -63,6 +64,7 @@ static void ia_free(struct ia *ia)
         progress_stop(ia);
         ia_release_borrowed_evd(ia);
         dto_ia_fini(&ia->dto);
+        shm_keep_close(ia->shm_keep);
         datd_conn_close(&ia->conn);
         dat_object_fini(&ia->obj);
         free(ia);
@@ -189,7 +191,8 @@ static DAT_RETURN ia_new(const char *name, const char *datd_name, struct ia **ou
         ret = open_in_datd(ia, datd_name);
         if (ret == DAT_SUCCESS)
                 ret = dat_object_init(&ia->obj, &ia_ops, NULL);
-        if (ret == DAT_SUCCESS && dto_ia_init(&ia->dto) < 0)
+        if (ret == DAT_SUCCESS && (dto_ia_init(&ia->dto) < 0 ||
+                                   shm_keep_new(&ia->conn, ia->ia_id, &ia->shm_keep) < 0))
                 ret = DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         if (ret == DAT_SUCCESS)
                 ret = progress_start(ia);

@@ -38,6 +38,7 @@ struct ia {
         const struct transport_caps *caps;
         struct progress *progress;              /* its progress thread (progress.h) */
         struct dto_ia dto;                      /* its running data paths (dto.h) */
+        struct shm_keep *shm_keep;              /* shm channels kept between connections */
 
         /* The async EVD: the one dat_ia_openv created (own_async_evd, freed
          * with the IA), or one the consumer passed (borrowed_async_evd: its

@@ -56,7 +56,8 @@ libdat_libdatcore_la_SOURCES += libdat/ep.h libdat/ep_attr.c libdat/ep_attr.h li
 libdat_libdatcore_la_SOURCES += libdat/ep_events.c libdat/ep_events.h
 libdat_libdatcore_la_SOURCES += libdat/mem_object.c libdat/mem_object.h
 libdat_libdatcore_la_SOURCES += libdat/conn.c libdat/conn.h libdat/listener.c libdat/progress.c libdat/progress.h
-libdat_libdatcore_la_SOURCES += libdat/shm_link.c libdat/shm_link.h libdat/shm_region.c libdat/shm_region.h
+libdat_libdatcore_la_SOURCES += libdat/shm_link.c libdat/shm_link.h libdat/shm_region.c libdat/shm_region.h \
+	libdat/shm_keep.c libdat/shm_keep.h
 # The data path (issue 5/6): channels and the DTO engine.
 libdat_libdatcore_la_SOURCES += libdat/channel.c libdat/channel.h libdat/channel_shm.c libdat/channel_tcp.c \
 	libdat/dto.h libdat/dto_engine.h libdat/dto_wire.h libdat/dto_ep.c libdat/dto_ia.c libdat/dto_post.c \

@@ -14,6 +14,7 @@
 #include "libdat/conn.h"
 #include "libdat/dto.h"
 #include "libdat/ia.h"
+#include "libdat/shm_keep.h"
 
 #define READ_BATCH 4
 
@@ -43,6 +44,10 @@ static void dispatch(struct ia *ia, const union datp_message *m, size_t len, int
                 return;
         case DATP_EV_CONN:
                 conn_dispatch(ia, &m->ev_conn);
+                return;
+        case DATP_EV_CHANNEL_DROP:
+                if (m->ev_channel_drop.ia_id == ia->ia_id)
+                        shm_keep_drop(ia->shm_keep, m->ev_channel_drop.channel_id);
                 return;
         default:
                 /* Replies, and ERRORs naming a request; the rest are

@@ -156,6 +156,28 @@ int shm_link_init_fd(int fd, size_t size, uint32_t ring_size)
         return n == (ssize_t)sizeof(h) ? 0 : -EIO;
 }
 
+int shm_link_reset_fd(int fd, size_t size, uint32_t ring_size)
+{
+        /* A control block and the first cell of a ring's data: the header
+         * word a consumer polls first must say "no record" again. */
+        static const unsigned char zero[LINK_CTL_SIZE + LINK_CELL];
+        int r = shm_link_init_fd(fd, size, ring_size);
+
+        for (unsigned ring = 0; r == 0 && ring < 2; ring++) {
+                off_t at = (off_t)(SHM_LINK_HEADER + ring * ring_span(ring_size));
+                ssize_t n;
+
+                do
+                        n = pwrite(fd, zero, sizeof(zero), at);
+                while (n < 0 && errno == EINTR);
+                if (n < 0)
+                        r = -errno;
+                else if (n != (ssize_t)sizeof(zero))
+                        r = -EIO;
+        }
+        return r;
+}
+
 void shm_link_prefault(void *mem, size_t size, uint32_t ring_size)
 {
         /* Ring 0 follows the header: one range for both. */

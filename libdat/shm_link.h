@@ -108,6 +108,14 @@ int shm_link_init(void *mem, size_t size, uint32_t ring_size);
  * the empty rings' counters are the file's zeros.  0, -EINVAL, or -errno. */
 int shm_link_init_fd(int fd, size_t size, uint32_t ring_size);
 
+/* datd: lays a used region file out afresh for another connection, by
+ * pwrite: the header, each ring's control block and the header word of its
+ * first record; what the rings held before is never read again (a
+ * consumer reads only records the producer published after zeroing the
+ * header word that follows them).  Only when neither end touches the
+ * region any more.  0, -EINVAL, or -errno. */
+int shm_link_reset_fd(int fd, size_t size, uint32_t ring_size);
+
 /* libdat: checks the region header against what datd said (size,
  * ring_size) and fills *out for end `side` (0 or 1) with the two
  * doorbells.  0, -EPROTO (header wrong: magic, version, ring_size, flags,

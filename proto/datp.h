@@ -19,7 +19,7 @@
 
 /* Protocol versions this build speaks.  HELLO negotiates one of them. */
 #define DATP_VERSION_MIN 1
-#define DATP_VERSION_MAX 3
+#define DATP_VERSION_MAX 4
 
 /* Largest packet either side sends or accepts.  datp_recv() reads with
  * MSG_TRUNC, so a bigger packet is reported with its real length. */
@@ -53,10 +53,12 @@ enum datp_type {
         DATP_CR_REJECT = 12,
         DATP_CR_HANDOFF = 13,
         DATP_DISCONNECT = 14,
+        DATP_CHANNEL_RELEASE = 15,     /* version 4 */
         /* Connections (datd -> client events, request_id 0, no reply). */
         DATP_EV_CONN_REQUEST = 0x100,
         DATP_EV_CONN = 0x101,
         DATP_EV_DATA_CHANNEL = 0x102,
+        DATP_EV_CHANNEL_DROP = 0x103,  /* version 4 */
 
         /* datd -> client, in answer to a request it could not decode (bad
          * size, unknown type, wrong version, fds attached, ...).  Carries the
@@ -475,6 +477,17 @@ enum datp_channel_kind {
  * queue the kernel's garbage collector of in-flight sockets, which cost
  * more than a tenth of the CPU of a connection. */
 #define DATP_CHANNEL_PIPES 0x1u
+/* Version 4, shm with pipes, channel_id not 0: the client keeps the
+ * channel when its connection ends (mapping and descriptors, under
+ * channel_id) and tells datd so with CHANNEL_RELEASE; datd may then hand
+ * it to a later connection between the same two IA instances instead of
+ * making a new one.  A region, two pipes and their mappings per connection
+ * were a quarter of a connection's CPU. */
+#define DATP_CHANNEL_KEEP 0x2u
+/* Version 4, with PIPES | KEEP and no descriptors: the channel channel_id
+ * this client kept, laid out afresh by datd for this connection;
+ * region_size, ring_size and side are as when it was first sent. */
+#define DATP_CHANNEL_REUSE 0x4u
 
 /* The descriptors a shm EV_DATA_CHANNEL with these flags carries without
  * the optional pidfd, which is the one after them (the index of the
@@ -502,8 +515,35 @@ struct datp_ev_data_channel {
         uint32_t side;                 /* shm: 0 or 1, this end produces ring `side`; tcp: 0 */
         int32_t peer_pid;              /* the peer process when on this host, else 0 */
         uint32_t peer_uid;             /* its user, when peer_pid != 0 */
-        uint32_t flags;                /* DATP_CHANNEL_PIPES (version 3, shm), else 0 */
-        uint32_t reserved;             /* 0 */
+        uint32_t flags;                /* DATP_CHANNEL_PIPES (version 3, shm), KEEP, REUSE
+                                        * (version 4, shm), else 0 */
+        uint32_t channel_id;           /* KEEP: datd's id of the channel; else 0 (version 3
+                                        * and before: reserved, 0) */
+};
+
+/* Version 4, client -> datd, sent with request_id 0 (no reply): this
+ * client kept the channel channel_id (EV_DATA_CHANNEL with KEEP) and will
+ * touch it no more; datd may lay it out afresh for another connection
+ * between the same two IA instances.  An id that is no such channel of
+ * this client is ignored (datd may have dropped it meanwhile). */
+struct datp_channel_release {
+        struct datp_header hdr;
+        uint32_t ia_id;
+        uint32_t channel_id;
+};
+
+struct datp_channel_release_reply {
+        struct datp_header hdr;
+        struct datp_status status;
+};
+
+/* Version 4, datd -> client, request_id 0: forget the channel channel_id
+ * that this client released (unmap its region, close its descriptors):
+ * the peer's IA instance is gone, or datd keeps no more spare channels. */
+struct datp_ev_channel_drop {
+        struct datp_header hdr;        /* request_id 0 */
+        uint32_t ia_id;
+        uint32_t channel_id;
 };
 
 /* ---- ERROR ------------------------------------------------------------- */
@@ -550,6 +590,9 @@ union datp_message {
         struct datp_ev_conn_request ev_conn_request;
         struct datp_ev_conn ev_conn;
         struct datp_ev_data_channel ev_data_channel;
+        struct datp_channel_release channel_release;
+        struct datp_channel_release_reply channel_release_reply;
+        struct datp_ev_channel_drop ev_channel_drop;
         struct datp_error error;
         unsigned char bytes[DATP_MAX_MESSAGE];
 };

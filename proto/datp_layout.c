@@ -225,7 +225,14 @@ assert_offset(struct datp_ev_data_channel, side, 52);
 assert_offset(struct datp_ev_data_channel, peer_pid, 56);
 assert_offset(struct datp_ev_data_channel, peer_uid, 60);
 assert_offset(struct datp_ev_data_channel, flags, 64);
-assert_offset(struct datp_ev_data_channel, reserved, 68);
+assert_offset(struct datp_ev_data_channel, channel_id, 68);
+assert_size(struct datp_channel_release, 24);
+assert_offset(struct datp_channel_release, ia_id, 16);
+assert_offset(struct datp_channel_release, channel_id, 20);
+assert_size(struct datp_channel_release_reply, 24);
+assert_size(struct datp_ev_channel_drop, 24);
+assert_offset(struct datp_ev_channel_drop, ia_id, 16);
+assert_offset(struct datp_ev_channel_drop, channel_id, 20);
 _Static_assert(DATP_CHANNEL_MAX_FDS <= DATP_MAX_FDS, "a data channel fits datp_recv()'s buffer");
 
 assert_size(struct datp_error, 192);

@@ -619,19 +619,33 @@ static int check_ev_data_channel(const union datp_message *m, const char **reaso
                 return r;
         if (e->conn_id == 0 || e->ep_handle == 0)
                 return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: conn_id or ep_handle 0");
-        if ((e->flags & ~DATP_CHANNEL_PIPES) != 0 || e->reserved != 0)
-                return refuse(reason, DATP_E_FIELD,
-                              "EV_DATA_CHANNEL: a flag not defined, or reserved not zero");
+        if ((e->flags & ~(DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE)) != 0)
+                return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: a flag not defined");
         if ((e->flags & DATP_CHANNEL_PIPES) && (e->kind != DATP_CHANNEL_SHM || e->hdr.version < 3))
                 return refuse(reason, DATP_E_FIELD,
                               "EV_DATA_CHANNEL: PIPES is version 3's, and only for shm");
+        /* KEEP and REUSE: version 4, shm with pipes, a channel_id; REUSE
+         * only on a kept channel, and without descriptors. */
+        if ((e->flags & (DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE)) &&
+            (e->hdr.version < 4 || !(e->flags & DATP_CHANNEL_PIPES)))
+                return refuse(reason, DATP_E_FIELD,
+                              "EV_DATA_CHANNEL: KEEP and REUSE are version 4's, and only with PIPES");
+        if ((e->flags & DATP_CHANNEL_REUSE) && !(e->flags & DATP_CHANNEL_KEEP))
+                return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: REUSE without KEEP");
+        if (!(e->flags & DATP_CHANNEL_KEEP) != (e->channel_id == 0))
+                return refuse(reason, DATP_E_FIELD,
+                              "EV_DATA_CHANNEL: channel_id without KEEP, or KEEP without one");
         if (e->peer_pid < 0 || (e->peer_pid == 0 && e->peer_uid != 0))
                 return refuse(reason, DATP_E_FIELD,
                               "EV_DATA_CHANNEL: peer_pid negative, or a peer_uid without it");
         switch (e->kind) {
         case DATP_CHANNEL_SHM:
-                if (e->nfds < datp_channel_shm_fds(e->flags) ||
-                    e->nfds > datp_channel_shm_fds(e->flags) + 1)
+                if (e->flags & DATP_CHANNEL_REUSE) {
+                        if (e->nfds != 0)
+                                return refuse(reason, DATP_E_FIELD,
+                                              "EV_DATA_CHANNEL: REUSE with descriptors");
+                } else if (e->nfds < datp_channel_shm_fds(e->flags) ||
+                           e->nfds > datp_channel_shm_fds(e->flags) + 1)
                         return refuse(reason, DATP_E_FIELD,
                                       e->flags & DATP_CHANNEL_PIPES
                                               ? "EV_DATA_CHANNEL: shm with pipes, with neither 4 nor 5 descriptors"
@@ -660,6 +674,35 @@ static int check_ev_data_channel(const union datp_message *m, const char **reaso
         }
 }
 
+static int check_channel_release(const union datp_message *m, const char **reason)
+{
+        if (m->hdr.version < 4)
+                return refuse(reason, DATP_E_TYPE, "CHANNEL_RELEASE is version 4's");
+        if (m->channel_release.channel_id == 0)
+                return refuse(reason, DATP_E_FIELD, "CHANNEL_RELEASE: channel_id 0");
+        return DATP_OK;
+}
+
+static int check_channel_release_reply(const union datp_message *m, const char **reason)
+{
+        if (m->hdr.version < 4)
+                return refuse(reason, DATP_E_TYPE, "CHANNEL_RELEASE is version 4's");
+        return check_reply_status(m, reason);
+}
+
+static int check_ev_channel_drop(const union datp_message *m, const char **reason)
+{
+        int r = check_event_header(&m->hdr, reason);
+
+        if (r < 0)
+                return r;
+        if (m->hdr.version < 4)
+                return refuse(reason, DATP_E_TYPE, "EV_CHANNEL_DROP is version 4's");
+        if (m->ev_channel_drop.channel_id == 0)
+                return refuse(reason, DATP_E_FIELD, "EV_CHANNEL_DROP: channel_id 0");
+        return DATP_OK;
+}
+
 /* The descriptors attached: none, except on a type that carries them, and
  * then exactly as many as the message says (read before its other fields). */
 static int check_fds(const struct datp_type_rule *rule, const union datp_message *m, unsigned nfds,
@@ -668,6 +711,10 @@ static int check_fds(const struct datp_type_rule *rule, const union datp_message
         if (!rule->fds)
                 return nfds == 0 ? DATP_OK
                                  : refuse(reason, DATP_E_FDS, "file descriptors attached");
+        /* A reused channel's descriptors are the client's already. */
+        if ((m->ev_data_channel.flags & DATP_CHANNEL_REUSE) && nfds == 0 &&
+            m->ev_data_channel.nfds == 0)
+                return DATP_OK;
         if (nfds == 0 || nfds > DATP_CHANNEL_MAX_FDS || m->ev_data_channel.nfds != nfds)
                 return refuse(reason, DATP_E_FDS,
                               "EV_DATA_CHANNEL: descriptors attached differ from its nfds");
@@ -733,12 +780,19 @@ static const struct datp_type_rule rules[] = {
           "DISCONNECT", check_disconnect },
         { REPLY(DATP_DISCONNECT), DATP_TO_CLIENT, false, false, sizeof(struct datp_disconnect_reply),
           "DISCONNECT reply", check_reply_status },
+        { DATP_CHANNEL_RELEASE, DATP_TO_DAEMON, false, false, sizeof(struct datp_channel_release),
+          "CHANNEL_RELEASE", check_channel_release },
+        { REPLY(DATP_CHANNEL_RELEASE), DATP_TO_CLIENT, false, false,
+          sizeof(struct datp_channel_release_reply), "CHANNEL_RELEASE reply",
+          check_channel_release_reply },
         { DATP_EV_CONN_REQUEST, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_conn_request),
           "EV_CONN_REQUEST", check_ev_conn_request },
         { DATP_EV_CONN, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_conn),
           "EV_CONN", check_ev_conn },
         { DATP_EV_DATA_CHANNEL, DATP_TO_CLIENT, false, true, sizeof(struct datp_ev_data_channel),
           "EV_DATA_CHANNEL", check_ev_data_channel },
+        { DATP_EV_CHANNEL_DROP, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_channel_drop),
+          "EV_CHANNEL_DROP", check_ev_channel_drop },
         { DATP_ERROR, DATP_TO_CLIENT, true, false, sizeof(struct datp_error),
           "ERROR", check_error },
 };

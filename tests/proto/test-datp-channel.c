@@ -217,7 +217,7 @@ Test(datp_channel, ids_flags_reserved_and_request_id)
         m.ev_data_channel.flags = 2;
         expect(-DATP_E_FIELD);
         start_shm();
-        m.ev_data_channel.reserved = 1;
+        m.ev_data_channel.channel_id = 1;
         expect(-DATP_E_FIELD);
         start_shm();
         m.hdr.request_id = 1;
