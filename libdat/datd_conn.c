@@ -193,11 +193,39 @@ static uint32_t next_request_id(struct datd_conn *conn)
         return id;
 }
 
+/* Sends what datd_conn_defer held back; under defer_lock. */
+static void flush_deferred_locked(struct datd_conn *conn)
+{
+        for (unsigned i = 0; i < conn->n_deferred; i++)
+                (void)datp_send(conn->fd, &conn->deferred[i].hdr, NULL, 0);
+        __atomic_store_n(&conn->n_deferred, 0, __ATOMIC_RELAXED);
+}
+
 static int send_request(struct datd_conn *conn, struct datp_header *request, uint32_t id)
 {
+        if (__atomic_load_n(&conn->n_deferred, __ATOMIC_RELAXED) > 0) {
+                dat_lock(&conn->defer_lock);
+                flush_deferred_locked(conn);
+                dat_unlock(&conn->defer_lock);
+        }
         datp_header_init(request, request->type, conn->version ? conn->version : DATP_VERSION_MAX,
                          request->length, id);
         return datp_send(conn->fd, request, NULL, 0);
+}
+
+int datd_conn_defer(struct datd_conn *conn, const struct datp_header *request)
+{
+        if (request->length < sizeof(*request) || request->length > DATD_DEFER_BYTES)
+                return -EINVAL;
+        dat_lock(&conn->defer_lock);
+        if (conn->n_deferred == DATD_DEFER_MAX)
+                flush_deferred_locked(conn);
+        memcpy(conn->deferred[conn->n_deferred].bytes, request, request->length);
+        datp_header_init(&conn->deferred[conn->n_deferred].hdr, request->type,
+                         conn->version ? conn->version : DATP_VERSION_MAX, request->length, 0);
+        __atomic_store_n(&conn->n_deferred, conn->n_deferred + 1, __ATOMIC_RELAXED);
+        dat_unlock(&conn->defer_lock);
+        return 0;
 }
 
 /* Turns the progress thread's watch of the socket on or off; under

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "libdat/dat_lock.h"
 #include "libdat/libdat.h"
 #include "proto/datp.h"
 
@@ -60,6 +61,10 @@ struct datd_later {
         datd_later_fn *fn;
         void *ctx;
 };
+
+/* One-way messages held back until the next request (datd_conn_defer). */
+#define DATD_DEFER_MAX 16
+#define DATD_DEFER_BYTES 32
 
 struct datd_conn {
         int fd;
@@ -100,6 +105,15 @@ struct datd_conn {
          * (datd_conn.c, score_spin); under lock. */
         unsigned spin_score;
 
+        /* datd_conn_defer's messages, under defer_lock (n_deferred is
+         * read without it first: most requests find none). */
+        struct dat_lock defer_lock;
+        unsigned n_deferred;
+        union {
+                struct datp_header hdr;
+                unsigned char bytes[DATD_DEFER_BYTES];
+        } deferred[DATD_DEFER_MAX];
+
         /* Requests whose replies nobody waits for but datd_later_fn's;
          * under wait_lock. */
         struct datd_later *later;
@@ -126,6 +140,15 @@ DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
  * thread itself, which must never wait on datd.  Returns DAT_SUCCESS or
  * DAT_INTERNAL_ERROR. */
 DAT_RETURN datd_conn_send(struct datd_conn *conn, struct datp_header *request);
+
+/* Sends request (at most DATD_DEFER_BYTES, request_id 0, no reply) right
+ * before the next request this connection sends, in whichever thread
+ * sends it, so that it costs datd no wake-up of its own; at once when
+ * DATD_DEFER_MAX wait already (all of them).  For news datd needs only
+ * by the time it serves a later request: a released channel is reused
+ * for a connection that a CONNECT or CR_ACCEPT asks for.  -EINVAL for a
+ * message too long. */
+int datd_conn_defer(struct datd_conn *conn, const struct datp_header *request);
 
 /* How many requests of datd_conn_send_later may await their replies.
  * Each answer brings more of datd's packets (an accept: a data channel,

@@ -116,16 +116,22 @@ Test(datd_protocol, hello_negotiates_version_1)
         stop();
 }
 
-/* Version 3 (shm doorbells that are pipes) is this build's highest;
- * version 2 (DISCONNECT's NO_EVENT) is still spoken. */
-Test(datd_protocol, hello_negotiates_version_3_or_2)
+/* Version 4 (kept shm channels) is this build's highest; version 3
+ * (shm doorbells that are pipes) and version 2 (DISCONNECT's NO_EVENT)
+ * are still spoken. */
+Test(datd_protocol, hello_negotiates_version_4_3_or_2)
 {
         struct datp_hello h;
         int fd;
 
-        cr_assert_eq(DATP_VERSION_MAX, 3);
+        cr_assert_eq(DATP_VERSION_MAX, 4);
         fd = start_before_hello(NULL);
-        send_hello(fd, &h, 1, 3);
+        send_hello(fd, &h, 1, 4);
+        expect_hello_reply(fd, &h);
+        close(fd);
+        fd = raw_connect(d.socket_path);
+        cr_assert_geq(fd, 0, "connect: %s", strerror(-fd));
+        send_hello(fd, &h, 3, 3);
         expect_hello_reply(fd, &h);
         close(fd);
         fd = raw_connect(d.socket_path);

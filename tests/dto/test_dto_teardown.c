@@ -445,6 +445,110 @@ Test(DTO_SUITE(teardown), reset_of_a_disconnected_ep_flushes_each_dto_once_and_r
         dto_run(&cfg, reset_disconnected_server, reset_disconnected_client, NULL);
 }
 
+/* ---- one channel, connection after connection ------------------------------- */
+
+#define REUSE_ROUNDS 10
+#define REUSE_MSGS 48
+#define REUSE_SLOT 8192u
+
+/* Round r's message i: sizes that put record boundaries somewhere else
+ * each round, below the size that goes by cross-memory attach, and more
+ * of them than a ring holds (256 KiB). */
+static DAT_SEG_LENGTH reuse_len(unsigned round, unsigned i)
+{
+        return (round * 131 + i * 1777) % (REUSE_SLOT - 1) + 1;
+}
+
+/* The inode of the one shm region this process maps, 0 if it maps none;
+ * asserts there is at most one. */
+static unsigned long shm_region_inode(void)
+{
+        FILE *f = fopen("/proc/self/maps", "r");
+        unsigned long inode = 0, ino;
+        char line[512];
+        unsigned n = 0;
+
+        DTO_ASSERT(f != NULL);
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, "/memfd:datd-shm") &&
+                    sscanf(line, "%*s %*s %*s %*s %lu", &ino) == 1) {
+                        inode = ino;
+                        n++;
+                }
+        fclose(f);
+        DTO_ASSERTF(n <= 1, "%u shm regions mapped: one connection at a time needs one", n);
+        return inode;
+}
+
+/* One direction of a round: the receiver posts every receive, the sender
+ * sends each message once they are (a barrier), the receiver checks them. */
+static void reuse_direction(struct dto_side *s, bool sending, unsigned round, uint64_t seed)
+{
+        if (!sending)
+                for (unsigned i = 0; i < REUSE_MSGS; i++)
+                        dto_post_recv(s, s->ep[0],
+                                      (DAT_LMR_TRIPLET[]){ dto_iov(&s->mem, i * REUSE_SLOT, REUSE_SLOT) },
+                                      1, 100 + i);
+        dto_barrier(s);
+        for (unsigned i = 0; i < REUSE_MSGS; i++) {
+                DAT_SEG_LENGTH len = reuse_len(round, i);
+
+                if (sending) {
+                        dto_fill(s->mem.buf + i * REUSE_SLOT, len, seed + i);
+                        dto_send_wait(s, s->ep[0],
+                                      (DAT_LMR_TRIPLET[]){ dto_iov(&s->mem, i * REUSE_SLOT, len) }, 1,
+                                      200 + i);
+                } else {
+                        dto_expect_recv(s, s->ep[0], 100 + i, len);
+                        dto_verify(s->mem.buf + i * REUSE_SLOT, len, seed + i);
+                }
+        }
+        dto_barrier(s);
+}
+
+static void reuse_role(struct dto_side *s, void *arg)
+{
+        unsigned long first = 0;
+
+        (void)arg;
+        for (unsigned round = 0; round < REUSE_ROUNDS; round++) {
+                if (round == 0)
+                        dto_connect(s);
+                else
+                        reconnect(s);
+                if (dto_transport() == DTO_SHM) {
+                        unsigned long inode = shm_region_inode();
+
+                        DTO_ASSERT(inode != 0);
+                        if (round == 0)
+                                first = inode;
+                        /* proto/PROTOCOL.md, kept channels: the same
+                         * region, connection after connection. */
+                        DTO_ASSERTF(inode == first, "round %u: region %lu, first %lu", round,
+                                    inode, first);
+                }
+                reuse_direction(s, s->role == DTO_CLIENT, round, SEED_MSG + round * 1000);
+                reuse_direction(s, s->role == DTO_SERVER, round, SEED_MSG + round * 1000 + 500);
+                if (s->role == DTO_CLIENT)
+                        DTO_ASSERT_EQ(dat_ep_disconnect(s->ep[0], DAT_CLOSE_GRACEFUL_FLAG),
+                                      DAT_SUCCESS);
+                dto_expect_conn_event(s, DAT_CONNECTION_EVENT_DISCONNECTED);
+        }
+}
+
+/* The same two processes connect again and again on the same EPs: each
+ * connection carries its messages of both directions intact, in order,
+ * whatever the one before left in the channel; on shm it is the same
+ * region each time (kept channels, proto/PROTOCOL.md), laid out afresh. */
+Test(DTO_SUITE(teardown), connection_after_connection_carries_intact_data_on_a_fresh_channel)
+{
+        struct dto_config cfg = { .no_connect = true, .buf_len = REUSE_MSGS * REUSE_SLOT,
+                                  .max_recv_dtos = REUSE_MSGS,
+                                  .timeout_ms = 50000 };
+
+        dto_run(&cfg, reuse_role, reuse_role, NULL);
+}
+
 /* ---- dat_ep_free --------------------------------------------------------------- */
 
 static void free_outstanding_server(struct dto_side *s, void *arg)
