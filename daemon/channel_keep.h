@@ -64,8 +64,4 @@ void channel_keeper_drop_instance(ChannelKeeper *k, IaInstance *i);
  * max_shm_bytes_per_client).  Returns how many. */
 unsigned channel_keeper_drop_spares_of(ChannelKeeper *k, Client *c);
 
-/* Kept regions (in use, released or spare), for datctl status. */
-uint32_t channel_keeper_count(const ChannelKeeper *k);
-uint32_t channel_keeper_spares(const ChannelKeeper *k);
-
 #endif

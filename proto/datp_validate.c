@@ -676,18 +676,9 @@ static int check_ev_data_channel(const union datp_message *m, const char **reaso
 
 static int check_channel_release(const union datp_message *m, const char **reason)
 {
-        if (m->hdr.version < 4)
-                return refuse(reason, DATP_E_TYPE, "CHANNEL_RELEASE is version 4's");
         if (m->channel_release.channel_id == 0)
                 return refuse(reason, DATP_E_FIELD, "CHANNEL_RELEASE: channel_id 0");
         return DATP_OK;
-}
-
-static int check_channel_release_reply(const union datp_message *m, const char **reason)
-{
-        if (m->hdr.version < 4)
-                return refuse(reason, DATP_E_TYPE, "CHANNEL_RELEASE is version 4's");
-        return check_reply_status(m, reason);
 }
 
 static int check_ev_channel_drop(const union datp_message *m, const char **reason)
@@ -696,8 +687,6 @@ static int check_ev_channel_drop(const union datp_message *m, const char **reaso
 
         if (r < 0)
                 return r;
-        if (m->hdr.version < 4)
-                return refuse(reason, DATP_E_TYPE, "EV_CHANNEL_DROP is version 4's");
         if (m->ev_channel_drop.channel_id == 0)
                 return refuse(reason, DATP_E_FIELD, "EV_CHANNEL_DROP: channel_id 0");
         return DATP_OK;
@@ -784,7 +773,7 @@ static const struct datp_type_rule rules[] = {
           "CHANNEL_RELEASE", check_channel_release },
         { REPLY(DATP_CHANNEL_RELEASE), DATP_TO_CLIENT, false, false,
           sizeof(struct datp_channel_release_reply), "CHANNEL_RELEASE reply",
-          check_channel_release_reply },
+          check_reply_status },
         { DATP_EV_CONN_REQUEST, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_conn_request),
           "EV_CONN_REQUEST", check_ev_conn_request },
         { DATP_EV_CONN, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_conn),
@@ -852,6 +841,19 @@ static int check_state(const struct datp_type_rule *rule, const struct datp_head
         return DATP_OK;
 }
 
+/* The first version that has the type: in an older one it is unknown
+ * (section 7: the type is checked before its direction and size). */
+static uint16_t type_since(uint16_t type)
+{
+        switch (type & ~DATP_REPLY) {
+        case DATP_CHANNEL_RELEASE:
+        case DATP_EV_CHANNEL_DROP:
+                return 4;
+        default:
+                return 1;
+        }
+}
+
 static int validate_aligned(const union datp_message *m, size_t len, unsigned nfds,
                             enum datp_direction dir, uint16_t version, const char **reason)
 {
@@ -866,6 +868,8 @@ static int validate_aligned(const union datp_message *m, size_t len, unsigned nf
         rule = rule_of(m->hdr.type);
         if (!rule)
                 return refuse(reason, DATP_E_TYPE, "unknown message type");
+        if (m->hdr.version != 0 && m->hdr.version < type_since(m->hdr.type))
+                return refuse(reason, DATP_E_TYPE, "message type unknown in this version");
         if (rule->dir != dir)
                 return refuse(reason, DATP_E_DIRECTION, "message type sent the wrong way");
         r = check_state(rule, &m->hdr, version, reason);

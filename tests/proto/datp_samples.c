@@ -1,4 +1,4 @@
-/* Valid messages of every v1 type. */
+/* Valid messages of every type, each in the first version that has it. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -41,8 +41,11 @@ const struct datp_sample datp_samples[] = {
         { REPLY(DATP_CR_HANDOFF), DATP_TO_CLIENT, 1, "cr-handoff-reply" },
         { DATP_DISCONNECT, DATP_TO_DAEMON, 1, "disconnect" },
         { REPLY(DATP_DISCONNECT), DATP_TO_CLIENT, 1, "disconnect-reply" },
+        { DATP_CHANNEL_RELEASE, DATP_TO_DAEMON, 4, "channel-release" },
+        { REPLY(DATP_CHANNEL_RELEASE), DATP_TO_CLIENT, 4, "channel-release-reply" },
         { DATP_EV_CONN_REQUEST, DATP_TO_CLIENT, 1, "ev-conn-request" },
         { DATP_EV_CONN, DATP_TO_CLIENT, 1, "ev-conn" },
+        { DATP_EV_CHANNEL_DROP, DATP_TO_CLIENT, 4, "ev-channel-drop" },
         { DATP_ERROR, DATP_TO_CLIENT, 1, "error" },
 };
 const size_t datp_n_samples = ARRAY_SIZE(datp_samples);
@@ -252,10 +255,15 @@ size_t datp_sample_build(const struct datp_sample *s, union datp_message *m)
                 m->disconnect.conn_id = 11;
                 m->disconnect.flags = DATP_CLOSE_GRACEFUL;
                 break;
+        case DATP_CHANNEL_RELEASE:
+                m->channel_release.ia_id = 7;
+                m->channel_release.channel_id = 9;
+                break;
         case REPLY(DATP_UNLISTEN):
         case REPLY(DATP_CR_REJECT):
         case REPLY(DATP_CR_HANDOFF):
         case REPLY(DATP_DISCONNECT):
+        case REPLY(DATP_CHANNEL_RELEASE):
                 break;
         case DATP_EV_CONN_REQUEST:
                 m->hdr.request_id = 0;
@@ -275,6 +283,11 @@ size_t datp_sample_build(const struct datp_sample *s, union datp_message *m)
                 m->ev_conn.ep_handle = 0x7f0000000700ull;
                 m->ev_conn.event = 0x04001; /* DAT_CONNECTION_EVENT_ESTABLISHED */
                 sample_private_data(m->ev_conn.private_data, &m->ev_conn.pd_len);
+                break;
+        case DATP_EV_CHANNEL_DROP:
+                m->hdr.request_id = 0;
+                m->ev_channel_drop.ia_id = 7;
+                m->ev_channel_drop.channel_id = 9;
                 break;
         case DATP_ERROR:
                 m->error.status.dat_status = 0x80040000u; /* DAT_INTERNAL_ERROR */

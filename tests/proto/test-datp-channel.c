@@ -1,7 +1,8 @@
-/* datp_validate(): EV_DATA_CHANNEL (PROTOCOL.md, "EV_DATA_CHANNEL" and
- * section 8), the one message that carries descriptors.  Each test starts
- * from a valid shm or tcp channel, breaks one rule and expects the refusal;
- * where a rule has a boundary, the value just inside is accepted. */
+/* datp_validate(): EV_DATA_CHANNEL (PROTOCOL.md, "EV_DATA_CHANNEL", "Kept
+ * channels" and section 8), the one message that carries descriptors.
+ * Each test starts from a valid shm or tcp channel, breaks one rule and
+ * expects the refusal; where a rule has a boundary, the value just inside
+ * is accepted. */
 #include "config.h"
 
 #include <criterion/criterion.h>
@@ -42,6 +43,25 @@ static void start_shm_pipes(void)
         m.hdr.version = version;
         m.ev_data_channel.flags = DATP_CHANNEL_PIPES;
         m.ev_data_channel.nfds = attached = 5;
+}
+
+/* A valid kept shm channel of version 4, sent for the first time: pipes,
+ * KEEP, a channel_id, 5 descriptors (with the pidfd). */
+static void start_shm_kept(void)
+{
+        start_shm_pipes();
+        version = 4;
+        m.hdr.version = version;
+        m.ev_data_channel.flags = DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP;
+        m.ev_data_channel.channel_id = 9;
+}
+
+/* The same channel handed out again: REUSE, no descriptors. */
+static void start_shm_reused(void)
+{
+        start_shm_kept();
+        m.ev_data_channel.flags |= DATP_CHANNEL_REUSE;
+        m.ev_data_channel.nfds = attached = 0;
 }
 
 static void start_tcp(void)
@@ -277,5 +297,127 @@ Test(datp_channel, pipes_are_version_3s_for_shm_with_4_or_5_descriptors)
         expect(-DATP_E_FIELD);
         start_shm_pipes();
         m.ev_data_channel.flags |= 4;
+        expect(-DATP_E_FIELD);
+}
+
+/* Version 4: DATP_CHANNEL_KEEP, on shm with pipes only, and never without
+ * the channel_id the client keeps it under. */
+Test(datp_channel, keep_is_version_4s_and_needs_pipes_and_an_id)
+{
+        start_shm_kept();
+        expect(DATP_OK);
+        m.ev_data_channel.nfds = attached = 4;
+        expect(DATP_OK); /* no pidfd */
+        m.ev_data_channel.channel_id = UINT32_MAX;
+        expect(DATP_OK);
+        start_shm_kept();
+        version = m.hdr.version = 3;
+        expect(-DATP_E_FIELD);
+        /* Without pipes: socketpair doorbells, 3 or 4 descriptors. */
+        start_shm_kept();
+        m.ev_data_channel.flags = DATP_CHANNEL_KEEP;
+        m.ev_data_channel.nfds = attached = 4;
+        expect(-DATP_E_FIELD);
+        start_shm_kept();
+        m.ev_data_channel.channel_id = 0;
+        expect(-DATP_E_FIELD);
+        start_tcp();
+        version = m.hdr.version = 4;
+        m.ev_data_channel.flags = DATP_CHANNEL_KEEP;
+        m.ev_data_channel.channel_id = 9;
+        expect(-DATP_E_FIELD);
+}
+
+/* channel_id (version 3 and before: reserved) names a kept channel only. */
+Test(datp_channel, channel_id_without_keep_is_refused)
+{
+        start_shm_kept();
+        m.ev_data_channel.flags = DATP_CHANNEL_PIPES;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.channel_id = 0;
+        expect(DATP_OK);
+        start_shm_pipes();
+        m.ev_data_channel.channel_id = 9;
+        expect(-DATP_E_FIELD);
+        start_tcp();
+        version = m.hdr.version = 4;
+        m.ev_data_channel.channel_id = 9;
+        expect(-DATP_E_FIELD);
+}
+
+/* Version 4 defines three flags; the others are still refused. */
+Test(datp_channel, flags_beyond_reuse_are_refused)
+{
+        start_shm_kept();
+        m.ev_data_channel.flags |= 0x8;
+        expect(-DATP_E_FIELD);
+        start_shm_kept();
+        m.ev_data_channel.flags |= 0x80000000u;
+        expect(-DATP_E_FIELD);
+}
+
+/* REUSE hands back a channel the client kept: with KEEP (and so pipes
+ * and version 4), never alone. */
+Test(datp_channel, reuse_needs_keep)
+{
+        start_shm_reused();
+        expect(DATP_OK);
+        /* channel_id 0 too, so that only REUSE without KEEP is wrong. */
+        m.ev_data_channel.flags = DATP_CHANNEL_PIPES | DATP_CHANNEL_REUSE;
+        m.ev_data_channel.channel_id = 0;
+        expect(-DATP_E_FIELD);
+        start_shm_reused();
+        m.ev_data_channel.flags = DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE;
+        expect(-DATP_E_FIELD);
+        start_shm_reused();
+        version = m.hdr.version = 3;
+        expect(-DATP_E_FIELD);
+}
+
+/* Section 8: a reused channel's descriptors are the client's already, so
+ * none travel: nfds 0 (a field error otherwise) and none attached (a
+ * descriptor error otherwise, as for any count that differs from nfds). */
+Test(datp_channel, reuse_carries_no_descriptors)
+{
+        start_shm_reused();
+        expect(DATP_OK);
+        m.ev_data_channel.nfds = attached = 5;
+        expect(-DATP_E_FIELD);
+        m.ev_data_channel.nfds = attached = 4;
+        expect(-DATP_E_FIELD);
+        start_shm_reused();
+        attached = 5;
+        expect(-DATP_E_FDS);
+        attached = 1;
+        expect(-DATP_E_FDS);
+        start_shm_reused();
+        m.ev_data_channel.nfds = 5;
+        expect(-DATP_E_FDS);
+        /* A kept channel sent the first time still needs its descriptors. */
+        start_shm_kept();
+        m.ev_data_channel.nfds = attached = 0;
+        expect(-DATP_E_FDS);
+}
+
+/* A reused channel keeps each instance's side, whichever end is active. */
+Test(datp_channel, reuse_may_name_either_side)
+{
+        start_shm_reused();
+        m.ev_data_channel.side = 0;
+        expect(DATP_OK);
+        m.ev_data_channel.side = 1;
+        expect(DATP_OK);
+        m.ev_data_channel.side = 2;
+        expect(-DATP_E_FIELD);
+}
+
+/* REUSE drops the descriptors, not the checks of the shm fields. */
+Test(datp_channel, reuse_still_checks_ring_and_region_size)
+{
+        start_shm_reused();
+        m.ev_data_channel.ring_size = 12288;
+        expect(-DATP_E_FIELD);
+        start_shm_reused();
+        m.ev_data_channel.region_size = 2 * 262144;
         expect(-DATP_E_FIELD);
 }

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -167,6 +168,7 @@ Test(datp_conn, status_replies_check_their_status)
         static const uint16_t types[] = {
                 DATP_UNLISTEN | DATP_REPLY, DATP_CR_REJECT | DATP_REPLY,
                 DATP_CR_HANDOFF | DATP_REPLY, DATP_DISCONNECT | DATP_REPLY,
+                DATP_CHANNEL_RELEASE | DATP_REPLY,
         };
 
         for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
@@ -323,6 +325,9 @@ Test(datp_conn, events_have_request_id_zero)
         start(DATP_EV_CONN);
         m.hdr.request_id = 1;
         expect(-DATP_E_FIELD);
+        start(DATP_EV_CHANNEL_DROP);
+        m.hdr.request_id = 1;
+        expect(-DATP_E_FIELD);
 }
 
 Test(datp_conn, events_go_to_the_client_only)
@@ -376,4 +381,44 @@ Test(datp_conn, ev_conn_private_data_only_with_established_or_peer_rejected)
         expect(DATP_OK);
         m.ev_conn.event = DAT_CONNECTION_EVENT_BROKEN;
         expect(-DATP_E_FIELD);
+}
+
+/* Kept channels (version 4): CHANNEL_RELEASE names the channel it gives
+ * up; datd answers an ia_id it does not know, so any passes here. */
+Test(datp_conn, channel_release_names_a_channel)
+{
+        start(DATP_CHANNEL_RELEASE);
+        m.channel_release.channel_id = 0;
+        expect(-DATP_E_FIELD);
+        m.channel_release.channel_id = UINT32_MAX;
+        expect(DATP_OK);
+        m.channel_release.ia_id = 0;
+        expect(DATP_OK);
+}
+
+/* libdat sends it from the progress thread and waits for nothing. */
+Test(datp_conn, channel_release_may_ask_for_no_reply)
+{
+        start(DATP_CHANNEL_RELEASE);
+        m.hdr.request_id = 0;
+        expect(DATP_OK);
+}
+
+/* Its reply is a status (checked as every status is, above): success, or
+ * the ia_id not open. */
+Test(datp_conn, channel_release_reply_is_a_status)
+{
+        start(DATP_CHANNEL_RELEASE | DATP_REPLY);
+        m.channel_release_reply.status.dat_status = 0x8005000bu; /* DAT_INVALID_HANDLE_IA */
+        m.channel_release_reply.status.sys_errno = EBADF;
+        expect(DATP_OK);
+}
+
+Test(datp_conn, ev_channel_drop_names_a_channel)
+{
+        start(DATP_EV_CHANNEL_DROP);
+        m.ev_channel_drop.channel_id = 0;
+        expect(-DATP_E_FIELD);
+        m.ev_channel_drop.channel_id = UINT32_MAX;
+        expect(DATP_OK);
 }

@@ -43,6 +43,10 @@ Test(datp_helpers, message_size_is_the_documented_size_of_each_type)
                 { DATP_IA_CLOSE | DATP_REPLY, 24 },
                 { DATP_IA_QUERY, 24 },
                 { DATP_IA_QUERY | DATP_REPLY, 1000 },
+                { DATP_CHANNEL_RELEASE, 24 },
+                { DATP_CHANNEL_RELEASE | DATP_REPLY, 24 },
+                { DATP_EV_DATA_CHANNEL, 72 },
+                { DATP_EV_CHANNEL_DROP, 24 },
                 { DATP_ERROR, 192 },
         };
 
@@ -66,6 +70,14 @@ Test(datp_helpers, type_name_tells_requests_replies_and_unknown_apart)
         cr_expect_str_eq(datp_type_name(DATP_ERROR), "ERROR");
         cr_expect_str_eq(datp_type_name(0), "unknown");
         cr_expect_str_eq(datp_type_name(0x1234), "unknown");
+}
+
+/* The names PROTOCOL.md gives the types of version 4. */
+Test(datp_helpers, type_name_names_the_kept_channel_messages)
+{
+        cr_expect_str_eq(datp_type_name(DATP_CHANNEL_RELEASE), "CHANNEL_RELEASE");
+        cr_expect_str_eq(datp_type_name(DATP_CHANNEL_RELEASE | DATP_REPLY), "CHANNEL_RELEASE reply");
+        cr_expect_str_eq(datp_type_name(DATP_EV_CHANNEL_DROP), "EV_CHANNEL_DROP");
 }
 
 Test(datp_helpers, every_decode_error_has_its_own_text_in_either_sign)

@@ -54,8 +54,10 @@ static size_t make_framed_noise(union datp_message *m)
         if (len < sizeof(struct datp_header))
                 len = sizeof(struct datp_header);
         fill_random(m->bytes, len);
+        /* Every version state the loop below validates in, the rules of
+         * later versions (kept channels) included. */
         datp_header_init(&m->hdr, rng_below(8) ? s->type : (uint16_t) rng(),
-                         (uint16_t) rng_below(3), len, (uint32_t) rng());
+                         (uint16_t) rng_below(DATP_VERSION_MAX + 2), len, (uint32_t) rng());
         return len;
 }
 

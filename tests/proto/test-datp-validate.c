@@ -120,9 +120,9 @@ Test(datp_validate, header_length_must_equal_bytes_received)
 Test(datp_validate, unknown_type_is_refused)
 {
         static const uint16_t unknown[] = {
-                0, DATP_DISCONNECT + 1, DATP_EV_DATA_CHANNEL + 1, 0x7ffe, DATP_REPLY,
-                DATP_REPLY | (DATP_DISCONNECT + 1), DATP_REPLY | DATP_EV_CONN,
-                DATP_REPLY | DATP_EV_DATA_CHANNEL,
+                0, DATP_CHANNEL_RELEASE + 1, DATP_EV_CHANNEL_DROP + 1, 0x7ffe, DATP_REPLY,
+                DATP_REPLY | (DATP_CHANNEL_RELEASE + 1), DATP_REPLY | DATP_EV_CONN,
+                DATP_REPLY | DATP_EV_DATA_CHANNEL, DATP_REPLY | DATP_EV_CHANNEL_DROP,
                 DATP_ERROR | DATP_REPLY,
         };
         union datp_message m;
@@ -135,6 +135,31 @@ Test(datp_validate, unknown_type_is_refused)
                 cr_expect_eq(datp_validate(&m, m.hdr.length, 0, DATP_TO_CLIENT, 1, NULL), -DATP_E_TYPE,
                              "type %#x", unknown[i]);
         }
+}
+
+/* Section 12: a peer that negotiated an older version gets that version's
+ * messages, and a type added later is no type of it. */
+Test(datp_validate, a_type_is_unknown_in_the_versions_before_its_own)
+{
+        size_t later = 0;
+
+        for (size_t i = 0; i < datp_n_samples; i++) {
+                const struct datp_sample *s = &datp_samples[i];
+                union datp_message m;
+
+                if (s->version <= DATP_VERSION_MIN)
+                        continue;
+                later++;
+                for (uint16_t version = DATP_VERSION_MIN; version < s->version; version++) {
+                        datp_sample_build(s, &m);
+                        m.hdr.version = version;
+                        cr_expect_eq(datp_validate(&m, m.hdr.length, 0, s->dir, version, NULL),
+                                     -DATP_E_TYPE, "%s in version %u", datp_type_name(s->type),
+                                     version);
+                }
+        }
+        /* CHANNEL_RELEASE, its reply and EV_CHANNEL_DROP (version 4). */
+        cr_expect_geq(later, 3);
 }
 
 Test(datp_validate, every_type_is_refused_the_wrong_way)
