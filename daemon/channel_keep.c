@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/macro.h"
 #include "daemon/channel_keep.h"
 #include "daemon/client.h"
 #include "daemon/config.h"
@@ -125,14 +126,14 @@ static void tell_drop(ShmRegion *r, unsigned side)
                 client_drop_later(c, k);
 }
 
-/* Frees r once both holders are gone and no end holds it. */
-static void maybe_free(ChannelKeeper *k, ShmRegion *r)
+/* Frees r once both holders are gone and no end holds it; true if it did. */
+static bool maybe_free(ChannelKeeper *k, ShmRegion *r)
 {
         if (r->hold[0] != KEPT_GONE || r->hold[1] != KEPT_GONE || r->refs != 1)
-                return;
+                return false;
         id_hash_remove(&k->kept, &r->hlink);
-        r->holder[0] = r->holder[1] = NULL;
         shm_channel_unref(r);
+        return true;
 }
 
 /* r is to be reused no more: whoever released it is told, whoever still
@@ -141,10 +142,14 @@ static void doom(ChannelKeeper *k, ShmRegion *r)
 {
         spare_unlink(r);
         r->doomed = true;
+        /* Never laid out again: datd needs the file no more (a holder
+         * still in use keeps its mapping). */
+        closep(&r->memfd);
+        r->memfd = -1;
         for (unsigned side = 0; side < 2; side++)
                 if (r->hold[side] == KEPT_RELEASED)
                         tell_drop(r, side);
-        maybe_free(k, r);
+        (void)maybe_free(k, r);
 }
 
 static bool spare_room(const ChannelKeeper *k, const Client *c)
@@ -198,8 +203,8 @@ ShmRegion *channel_keeper_take(ChannelKeeper *k, IaInstance *a, IaInstance *b)
 void channel_keeper_end_gone(ChannelKeeper *k, ShmRegion *r)
 {
         r->refs--;
-        maybe_free(k, r);
-        maybe_spare(k, r);
+        if (!maybe_free(k, r))
+                maybe_spare(k, r);
 }
 
 void channel_keeper_release(ChannelKeeper *k, IaInstance *i, uint32_t channel_id)
@@ -215,7 +220,7 @@ void channel_keeper_release(ChannelKeeper *k, IaInstance *i, uint32_t channel_id
         r->hold[side] = KEPT_RELEASED;
         if (r->doomed) {
                 tell_drop(r, side);
-                maybe_free(k, r);
+                (void)maybe_free(k, r);
                 return;
         }
         maybe_spare(k, r);

@@ -141,7 +141,7 @@ static bool keep_end(struct channel_shm *s)
                 .peer_pidfd = s->ch.peer_pidfd,
                 .peer_pid = s->ch.peer_pid,
         };
-        shm_keep_put(s->keep, e);
+        shm_keep_put(s->keep, e, s->ch.graceful_end);
         return true;
 }
 

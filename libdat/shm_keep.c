@@ -87,7 +87,7 @@ void shm_keep_close(struct shm_keep *k)
         shm_keep_unref(k);
 }
 
-void shm_keep_put(struct shm_keep *k, struct shm_kept *e)
+void shm_keep_put(struct shm_keep *k, struct shm_kept *e, bool in_order)
 {
         struct datp_channel_release rel = {};
 
@@ -105,14 +105,17 @@ void shm_keep_put(struct shm_keep *k, struct shm_kept *e)
         rel.hdr.length = sizeof(rel);
         rel.ia_id = k->ia_id;
         rel.channel_id = e->id;
-        /* datd needs it by the next CONNECT or CR_ACCEPT of this process
-         * (or of its peer, which comes after this process's next request
-         * in every exchange that makes them meet again): it goes with
-         * whatever request comes next, and costs datd no wake-up.  Under
-         * the lock, so that the IA's close cannot take the connection
-         * away meanwhile.  Unsent, it stays kept but is never reused:
-         * datd drops it with the IA. */
-        (void)datd_conn_defer(k->conn, &rel.hdr);
+        /* In order, datd needs it by the next CONNECT or CR_ACCEPT of this
+         * process (or of its peer, which comes after this process's next
+         * request in every exchange that makes them meet again): it goes
+         * with whatever request comes next, and costs datd no wake-up.
+         * Under the lock, so that the IA's close cannot take the
+         * connection away meanwhile.  Unsent, it stays kept but is never
+         * reused: datd drops it with the IA. */
+        if (in_order)
+                (void)datd_conn_defer(k->conn, &rel.hdr);
+        else
+                (void)datd_conn_send(k->conn, &rel.hdr);
         dat_unlock(&k->lock);
 }
 

@@ -13,6 +13,7 @@
 #ifndef DATD_LIBDAT_SHM_KEEP_H
 #define DATD_LIBDAT_SHM_KEEP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -47,8 +48,11 @@ struct shm_keep *shm_keep_ref(struct shm_keep *k);
 void shm_keep_unref(struct shm_keep *k);
 
 /* A channel's end is done with e: keeps it and sends CHANNEL_RELEASE (or,
- * after shm_keep_close, frees it). */
-void shm_keep_put(struct shm_keep *k, struct shm_kept *e);
+ * after shm_keep_close, frees it): with the next request to datd when the
+ * connection ended in order (its next connection with the same peer
+ * needs one anyway), at once when it did not (the peer may be gone, and
+ * datd frees the channel only when it hears). */
+void shm_keep_put(struct shm_keep *k, struct shm_kept *e, bool in_order);
 
 /* Takes the kept channel id out (the caller owns it), or NULL. */
 struct shm_kept *shm_keep_take(struct shm_keep *k, uint32_t id);

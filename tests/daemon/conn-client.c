@@ -99,9 +99,12 @@ static int receive(struct cc *c, struct cc_event *e, long deadline)
         return 0;
 }
 
+/* EV_CHANNEL_DROP (version 4) comes whenever a peer goes, also in the
+ * middle of a request: it waits in the queue like the others. */
 static bool is_event(uint16_t type)
 {
-        return type == DATP_EV_CONN || type == DATP_EV_CONN_REQUEST || type == DATP_EV_DATA_CHANNEL;
+        return type == DATP_EV_CONN || type == DATP_EV_CONN_REQUEST || type == DATP_EV_DATA_CHANNEL ||
+               type == DATP_EV_CHANNEL_DROP;
 }
 
 /* Queues an event; a data channel nobody keeps is counted and closed. */

@@ -47,8 +47,8 @@ void cc_close(struct cc *c);
  * its reply into reply (the reply's size).  0, or -errno. */
 int cc_call(struct cc *c, struct datp_header *req, void *reply, size_t size);
 
-/* The next event of this type (DATP_EV_CONN_REQUEST or DATP_EV_CONN), first
- * from the queue: 0, -ETIMEDOUT. */
+/* The next event of this type (DATP_EV_CONN_REQUEST, DATP_EV_CONN or
+ * DATP_EV_CHANNEL_DROP), first from the queue: 0, -ETIMEDOUT. */
 int cc_event(struct cc *c, uint16_t type, union datp_message *ev, int timeout_ms);
 
 /* With keep_channels: the next EV_DATA_CHANNEL, its descriptors moved to

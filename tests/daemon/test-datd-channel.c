@@ -53,6 +53,14 @@ _Static_assert(DATP_CHANNEL_MAX_FDS == 5, "fa and fb start with every descriptor
 static int fa[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 },
            fb[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 };
 static uint32_t a_conn, b_conn;
+/* Kept channels (version 4): an earlier connection's channels as a and b
+ * keep them while the next is made, and its conn_ids (keep_first_channel()). */
+static union datp_message ca0, cb0;
+static uint32_t a_conn0, b_conn0;
+static int ka[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 },
+           kb[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 };
+/* A third and a fourth client, each with an IA instance of its own. */
+static struct cc c3 = { .fd = -1 }, c4 = { .fd = -1 };
 /* Two hosts (tests/netns.h): a on host 1 (passive), b on host 0 (active). */
 static struct test_net *net;
 static struct datd_instance hd[2];
@@ -63,9 +71,13 @@ static void teardown(void)
 {
         close_fds(fa);
         close_fds(fb);
+        close_fds(ka);
+        close_fds(kb);
         child_kill(&kid);
         cc_close(&a);
         cc_close(&b);
+        cc_close(&c3);
+        cc_close(&c4);
         datd_stop(&d);
         for (unsigned i = 0; i < 2; i++)
                 datd_stop(&hd[i]);
@@ -112,6 +124,8 @@ static void stop(void)
         child_kill(&kid);
         cc_close(&a);
         cc_close(&b);
+        cc_close(&c3);
+        cc_close(&c4);
         cr_expect_eq(datd_stop(&d), 0, "datd's exit status after SIGTERM");
 }
 
@@ -181,29 +195,38 @@ static long pidfd_pid(int fd)
         return pid;
 }
 
-/* a listens on qual, b connects, a accepts; each end's EV_DATA_CHANNEL
- * (into *ca / *cb, its descriptors into fa / fb) must come before its
- * ESTABLISHED. */
-static void establish_with_channels(uint64_t qual)
+/* p listens on qual, x connects, p accepts; each end's EV_DATA_CHANNEL
+ * (into *chp / *chx, its descriptors into fp / fx, closed first) must come
+ * before its ESTABLISHED. */
+static void establish_between(struct cc *p, struct cc *x, uint64_t qual, union datp_message *chp,
+                              int *fp, uint32_t *p_conn, union datp_message *chx, int *fx,
+                              uint32_t *x_conn)
 {
-        uint64_t a_seq, b_seq;
+        uint64_t p_seq, x_seq;
         int r;
 
-        close_fds(fa);
-        close_fds(fb);
-        expect_listen(&a, qual);
-        b_conn = expect_connect(&b, &lo, lo_len, qual, UINT64_MAX, NULL, 0);
-        cr_assert_eq(cc_accept(&a, expect_request(&a, NULL), NULL, 0, &a_conn), DAT_SUCCESS);
-        r = cc_channel(&b, &cb, fb, EV_MS);
+        close_fds(fp);
+        close_fds(fx);
+        expect_listen(p, qual);
+        *x_conn = expect_connect(x, &lo, lo_len, qual, UINT64_MAX, NULL, 0);
+        cr_assert_eq(cc_accept(p, expect_request(p, NULL), NULL, 0, p_conn), DAT_SUCCESS);
+        r = cc_channel(x, chx, fx, EV_MS);
         cr_assert_eq(r, 0, "active end: no EV_DATA_CHANNEL: %s", strerror(-r));
-        b_seq = b.last_seq;
-        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
-        cr_expect_lt(b_seq, b.last_seq, "active end: the channel came after ESTABLISHED");
-        r = cc_channel(&a, &ca, fa, EV_MS);
+        x_seq = x->last_seq;
+        expect_ev_conn(x, *x_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        cr_expect_lt(x_seq, x->last_seq, "active end: the channel came after ESTABLISHED");
+        r = cc_channel(p, chp, fp, EV_MS);
         cr_assert_eq(r, 0, "passive end: no EV_DATA_CHANNEL: %s", strerror(-r));
-        a_seq = a.last_seq;
-        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
-        cr_expect_lt(a_seq, a.last_seq, "passive end: the channel came after ESTABLISHED");
+        p_seq = p->last_seq;
+        expect_ev_conn(p, *p_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        cr_expect_lt(p_seq, p->last_seq, "passive end: the channel came after ESTABLISHED");
+}
+
+/* a listens on qual, b connects, a accepts: the channels into ca / fa and
+ * cb / fb. */
+static void establish_with_channels(uint64_t qual)
+{
+        establish_between(&a, &b, qual, &ca, fa, &a_conn, &cb, fb, &b_conn);
 }
 
 /* PROTOCOL.md, EV_DATA_CHANNEL: same conn_id and ep_handle as the EV_CONN
@@ -226,7 +249,10 @@ Test(datd_channel, shm_channel_precedes_established_on_both_ends)
         for (int i = 0; i < 2; i++) {
                 const struct datp_ev_data_channel *e = i ? &cb.ev_data_channel : &ca.ev_data_channel;
 
-                cr_expect_eq(e->flags, DATP_CHANNEL_PIPES, "both ends speak version 3");
+                /* Two IA instances of version 4: a kept channel (the
+                 * kept-channel tests below). */
+                cr_expect_eq(e->flags, DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP,
+                             "both ends speak version 4");
                 cr_expect_eq(e->nfds, 5, "with a pidfd of the peer");
                 cr_expect_eq(e->ring_size, RING_DEFAULT);
                 cr_expect_eq(e->region_size, shm_link_region_size(RING_DEFAULT));
@@ -342,6 +368,27 @@ Test(datd_channel, an_end_of_version_2_gets_socket_doorbells)
         cr_expect_eq(datd_stop(&d), 0, "datd's exit status after SIGTERM");
 }
 
+/* a's link goes to sleep on its doorbell a_bell and b's writes: the
+ * doorbell rings and a reads the bytes; then the other way round. */
+static void expect_bytes_both_ways(struct shm_link *la, int a_bell, struct shm_link *lb)
+{
+        char out[] = "through the ring", in[sizeof(out)] = "";
+        struct iovec wv = { out, sizeof(out) }, rv = { in, sizeof(in) };
+        struct pollfd p = { .fd = a_bell, .events = POLLIN };
+
+        cr_expect(shm_link_arm(la, true, false));
+        cr_assert_eq(shm_link_writev(lb, &wv, 1), (ssize_t) sizeof(out));
+        cr_expect_eq(poll(&p, 1, EV_MS), 1, "a's doorbell did not ring");
+        shm_link_doorbell_drain(la);
+        shm_link_disarm(la);
+        cr_assert_eq(shm_link_readv(la, &rv, 1), (ssize_t) sizeof(out));
+        cr_expect_str_eq(in, out);
+        memset(in, 0, sizeof(in));
+        cr_assert_eq(shm_link_writev(la, &wv, 1), (ssize_t) sizeof(out));
+        cr_assert_eq(shm_link_readv(lb, &rv, 1), (ssize_t) sizeof(out));
+        cr_expect_str_eq(in, out);
+}
+
 /* The two ends attach with shm_link and what one writes the other reads;
  * a sleeping reader's doorbell rings. */
 Test(datd_channel, shm_link_carries_bytes_between_the_two_ends)
@@ -349,9 +396,6 @@ Test(datd_channel, shm_link_carries_bytes_between_the_two_ends)
         struct shm_link la, lb;
         void *ma, *mb;
         size_t sa, sb;
-        char out[] = "through the ring", in[sizeof(out)] = "";
-        struct iovec wv = { out, sizeof(out) }, rv = { in, sizeof(in) };
-        struct pollfd p;
 
         start("shm", "");
         establish_with_channels(7003);
@@ -361,20 +405,8 @@ Test(datd_channel, shm_link_carries_bytes_between_the_two_ends)
                                      fa[1], fa[2], &la), 0);
         cr_assert_eq(shm_link_attach(mb, sb, cb.ev_data_channel.ring_size, cb.ev_data_channel.side,
                                      fb[1], fb[2], &lb), 0);
-        /* a (passive) goes to sleep on its doorbell; b writes. */
-        cr_expect(shm_link_arm(&la, true, false));
-        cr_assert_eq(shm_link_writev(&lb, &wv, 1), (ssize_t) sizeof(out));
-        p = (struct pollfd) { .fd = fa[1], .events = POLLIN };
-        cr_expect_eq(poll(&p, 1, EV_MS), 1, "a's doorbell did not ring");
-        shm_link_doorbell_drain(&la);
-        shm_link_disarm(&la);
-        cr_assert_eq(shm_link_readv(&la, &rv, 1), (ssize_t) sizeof(out));
-        cr_expect_str_eq(in, out);
-        /* And the other direction. */
-        memset(in, 0, sizeof(in));
-        cr_assert_eq(shm_link_writev(&la, &wv, 1), (ssize_t) sizeof(out));
-        cr_assert_eq(shm_link_readv(&lb, &rv, 1), (ssize_t) sizeof(out));
-        cr_expect_str_eq(in, out);
+        /* a is the passive end. */
+        expect_bytes_both_ways(&la, fa[1], &lb);
         shm_region_unmap(ma, sa);
         shm_region_unmap(mb, sb);
         close_fds(fa);
@@ -383,7 +415,8 @@ Test(datd_channel, shm_link_carries_bytes_between_the_two_ends)
 }
 
 /* A child process connects: each end's pidfd names the other process, and
- * the child's death is seen on it; the region goes once both ends are gone. */
+ * the child's death is seen on it; the region goes once both ends are gone.
+ * a speaks version 3: a region that is not kept. */
 Test(datd_channel, pidfd_names_the_peer_and_the_region_goes_with_the_connection)
 {
         union datp_message ch, ev;
@@ -392,7 +425,9 @@ Test(datd_channel, pidfd_names_the_peer_and_the_region_goes_with_the_connection)
         struct pollfd p;
         char c;
 
+        raw_version = 3;
         start("shm", "");
+        raw_version = DATP_VERSION_MAX;
         expect_listen(&a, 7004);
         cr_assert_eq(pipe(sync), 0);
         kid = fork();
@@ -448,11 +483,14 @@ Test(datd_channel, pidfd_names_the_peer_and_the_region_goes_with_the_connection)
 }
 
 /* The region also goes after an orderly disconnect, and a client that
- * closes its socket (dies) takes its connections' regions with it. */
+ * closes its socket (dies) takes its connections' regions with it.  Both
+ * speak version 3: regions that are not kept (a kept one stays until each
+ * end has released it or gone, the kept-channel tests below). */
 Test(datd_channel, region_is_freed_after_disconnect_and_after_death)
 {
-
+        raw_version = 3;
         start("shm", "");
+        raw_version = DATP_VERSION_MAX;
         establish_with_channels(7005);
         close_fds(fa);
         close_fds(fb);
@@ -544,6 +582,618 @@ Test(datd_channel, list_connections_shows_shm_bytes)
         bus = sd_bus_flush_close_unref(bus);
         cc_close(&t);
         cc_close(&u);
+        stop();
+}
+
+/* ---- kept channels (version 4) ------------------------------------------------ */
+
+/* A client of this build on its own IA instance of the shm IA, keeping
+ * its channels. */
+static void open_client(struct cc *c)
+{
+        cr_assert_eq(cc_open(c, d.socket_path, "shm"), 0);
+        c->keep_channels = true;
+}
+
+/* A new kept channel on both ends (*chp the passive end's, *chx the
+ * active end's): PIPES | KEEP, one channel_id, the usual descriptors.
+ * Returns the id. */
+static uint32_t expect_new_kept_between(const union datp_message *chp, const union datp_message *chx)
+{
+        const struct datp_ev_data_channel *p = &chp->ev_data_channel, *x = &chx->ev_data_channel;
+
+        cr_assert_eq(p->flags, DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP, "passive end: flags 0x%x", p->flags);
+        cr_assert_eq(x->flags, DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP, "active end: flags 0x%x", x->flags);
+        cr_assert_neq(x->channel_id, 0, "a kept channel without an id");
+        cr_assert_eq(p->channel_id, x->channel_id, "the two ends name their channel differently");
+        cr_expect_eq(p->nfds, 5);
+        cr_expect_eq(x->nfds, 5);
+        return x->channel_id;
+}
+
+/* The same for a's and b's last connection. */
+static uint32_t expect_new_kept(void)
+{
+        return expect_new_kept_between(&ca, &cb);
+}
+
+/* a and b keep the channel of their last connection, its events in ca0 /
+ * cb0 and its descriptors in ka / kb, while they make the next one (its
+ * conn_ids in a_conn0 / b_conn0). */
+static void keep_first_channel(void)
+{
+        ca0 = ca;
+        cb0 = cb;
+        a_conn0 = a_conn;
+        b_conn0 = b_conn;
+        close_fds(ka);
+        close_fds(kb);
+        memcpy(ka, fa, sizeof(ka));
+        memcpy(kb, fb, sizeof(kb));
+        for (unsigned i = 0; i < DATP_CHANNEL_MAX_FDS; i++)
+                fa[i] = fb[i] = -1;
+}
+
+/* a's and b's last connection reuses the kept channel id of the one
+ * keep_first_channel() kept: REUSE, no descriptors, the sizes of then, and
+ * each end the side it had then. */
+static void expect_reused(uint32_t id)
+{
+        for (int i = 0; i < 2; i++) {
+                const struct datp_ev_data_channel *e = i ? &cb.ev_data_channel : &ca.ev_data_channel;
+                const struct datp_ev_data_channel *first = i ? &cb0.ev_data_channel : &ca0.ev_data_channel;
+                const int *fds = i ? fb : fa;
+                const char *end = i ? "b" : "a";
+
+                cr_expect_eq(e->kind, DATP_CHANNEL_SHM, "%s", end);
+                cr_expect_eq(e->flags, DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE,
+                             "%s: flags 0x%x", end, e->flags);
+                cr_expect_eq(e->channel_id, id, "%s: channel %" PRIu32 ", want %" PRIu32, end,
+                             e->channel_id, id);
+                cr_expect_eq(e->nfds, 0, "%s: nfds %u", end, e->nfds);
+                cr_expect_eq(fds[0], -1, "%s: descriptors came with a reused channel", end);
+                cr_expect_eq(e->region_size, first->region_size, "%s", end);
+                cr_expect_eq(e->ring_size, first->ring_size, "%s", end);
+                cr_expect_eq(e->side, first->side, "%s: side %u, it had %u", end, e->side, first->side);
+                cr_expect_eq(e->peer_pid, getpid(), "%s", end);
+                cr_expect_eq(e->peer_uid, getuid(), "%s", end);
+        }
+        cr_expect_eq(ca.ev_data_channel.conn_id, a_conn);
+        cr_expect_eq(cb.ev_data_channel.conn_id, b_conn);
+}
+
+/* CHANNEL_RELEASE as libdat sends it, with request_id 0: no reply.  A
+ * round trip after it (IA_QUERY) shows that datd has taken it, and that
+ * it was not answered (cc_call takes no reply but its own). */
+static void release(struct cc *c, uint32_t channel_id)
+{
+        struct datp_channel_release rel = { .ia_id = c->ia_id, .channel_id = channel_id };
+        struct datp_ia_query q = { .ia_id = c->ia_id };
+        struct datp_ia_query_reply reply;
+        int r;
+
+        datp_header_init(&rel.hdr, DATP_CHANNEL_RELEASE, c->version, sizeof(rel), 0);
+        cr_assert_eq(raw_send(c->fd, &rel, sizeof(rel)), 0);
+        datp_header_init(&q.hdr, DATP_IA_QUERY, c->version, sizeof(q), 0);
+        r = cc_call(c, &q.hdr, &reply, sizeof(reply));
+        cr_assert_eq(r, 0, "IA_QUERY after CHANNEL_RELEASE: %s", strerror(-r));
+        cr_assert_eq(reply.status.dat_status, DAT_SUCCESS);
+}
+
+/* CHANNEL_RELEASE with a request_id: its reply's status. */
+static struct datp_status release_answered(struct cc *c, uint32_t ia_id, uint32_t channel_id)
+{
+        struct datp_channel_release rel = { .ia_id = ia_id, .channel_id = channel_id };
+        struct datp_channel_release_reply reply;
+        int r;
+
+        datp_header_init(&rel.hdr, DATP_CHANNEL_RELEASE, c->version, sizeof(rel), 0);
+        r = cc_call(c, &rel.hdr, &reply, sizeof(reply));
+        cr_assert_eq(r, 0, "CHANNEL_RELEASE: %s", strerror(-r));
+        return reply.status;
+}
+
+/* x disconnects its end x_conn: DISCONNECTED on it and on p's p_conn. */
+static void disconnect_between(struct cc *x, uint32_t x_conn, struct cc *p, uint32_t p_conn)
+{
+        cr_assert_eq(cc_disconnect(x, x_conn, DATP_CLOSE_GRACEFUL), DAT_SUCCESS);
+        expect_ev_conn(x, x_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        expect_ev_conn(p, p_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+}
+
+/* Both a and b release their last connection's channel id, and it ends:
+ * a spare of theirs. */
+static void release_both_and_disconnect(uint32_t id)
+{
+        release(&a, id);
+        release(&b, id);
+        disconnect_between(&b, b_conn, &a, a_conn);
+}
+
+/* The next EV_CHANNEL_DROP of c names its IA instance and channel id. */
+static void expect_drop(struct cc *c, uint32_t id)
+{
+        union datp_message ev;
+        int r = cc_event(c, DATP_EV_CHANNEL_DROP, &ev, EV_MS);
+
+        cr_assert_eq(r, 0, "no EV_CHANNEL_DROP of channel %" PRIu32 ": %s", id, strerror(-r));
+        cr_expect_eq(ev.ev_channel_drop.ia_id, c->ia_id);
+        cr_expect_eq(ev.ev_channel_drop.channel_id, id, "dropped channel %" PRIu32 ", want %" PRIu32,
+                     ev.ev_channel_drop.channel_id, id);
+}
+
+/* IA_CLOSE of c's instance, abrupt (dat_ia_close(3DAT)). */
+static void ia_close(struct cc *c)
+{
+        struct datp_ia_close q = { .ia_id = c->ia_id, .flags = DATP_CLOSE_ABRUPT };
+        struct datp_ia_close_reply reply;
+
+        datp_header_init(&q.hdr, DATP_IA_CLOSE, c->version, sizeof(q), 0);
+        cr_assert_eq(cc_call(c, &q.hdr, &reply, sizeof(reply)), 0);
+        cr_assert_eq(reply.status.dat_status, DAT_SUCCESS);
+}
+
+/* PROTOCOL.md, kept channels: two ends of version 4 on two IA instances
+ * keep their channel, and name it alike. */
+Test(datd_channel, kept_channel_has_one_id_on_both_ends)
+{
+        uint32_t first;
+
+        start("shm", "");
+        establish_with_channels(7301);
+        first = expect_new_kept();
+        /* Another connection while the first is up: another channel. */
+        establish_with_channels(7302);
+        cr_expect_neq(expect_new_kept(), first, "two live channels with one id");
+        stop();
+}
+
+/* A client of version 3 does not know CHANNEL_RELEASE: a channel with it
+ * is an ordinary one, on both ends (whichever end it is). */
+Test(datd_channel, a_version_3_client_gets_no_kept_channel)
+{
+        for (int active = 0; active < 2; active++) {
+                struct cc *v3 = active ? &b : &a;
+
+                start("shm", "");
+                cc_close(v3);
+                raw_version = 3;
+                cr_assert_eq(cc_open(v3, d.socket_path, "shm"), 0);
+                raw_version = DATP_VERSION_MAX;
+                v3->keep_channels = true;
+                establish_with_channels(7310 + (uint64_t) active);
+                for (int i = 0; i < 2; i++) {
+                        const struct datp_ev_data_channel *e = i ? &cb.ev_data_channel : &ca.ev_data_channel;
+
+                        cr_expect_eq(e->flags, DATP_CHANNEL_PIPES, "version 3 %s end, %s: flags 0x%x",
+                                     active ? "active" : "passive", i ? "b" : "a", e->flags);
+                        cr_expect_eq(e->channel_id, 0);
+                        cr_expect_eq(e->nfds, 5);
+                }
+                stop();
+        }
+}
+
+/* A connection within one IA instance would keep its channel under one
+ * id for both of its ends: it is an ordinary one. */
+Test(datd_channel, a_connection_within_one_ia_instance_is_not_kept)
+{
+        start("shm", "");
+        establish_between(&a, &a, 7315, &ca, fa, &a_conn, &cb, fb, &b_conn);
+        for (int i = 0; i < 2; i++) {
+                const struct datp_ev_data_channel *e = i ? &cb.ev_data_channel : &ca.ev_data_channel;
+
+                cr_expect_eq(e->flags, DATP_CHANNEL_PIPES, "%s end: flags 0x%x", i ? "active" : "passive",
+                             e->flags);
+                cr_expect_eq(e->channel_id, 0);
+        }
+        cr_expect_eq(ca.ev_data_channel.side, 1);
+        cr_expect_eq(cb.ev_data_channel.side, 0);
+        stop();
+}
+
+/* Both released the channel and the connection ended: the same two IA
+ * instances' next connection takes it again, with nothing attached (the
+ * ends have it all), and datd makes no region. */
+Test(datd_channel, released_channel_is_reused_by_the_same_pair_without_descriptors)
+{
+        uint32_t id;
+
+        start("shm", "");
+        establish_with_channels(7320);
+        id = expect_new_kept();
+        keep_first_channel();
+        release_both_and_disconnect(id);
+        establish_with_channels(7321);
+        expect_reused(id);
+        cr_expect_eq(datd_regions(), 1, "datd made another region");
+        stop();
+}
+
+/* shm_link's region header (libdat/shm_link.c) and its control blocks of
+ * one page, as a client sees them in the mapping. */
+struct region_header {
+        uint32_t magic, version, ring_size, flags;
+        uint64_t ring_offset[2];
+};
+#define RING_CTL_BYTES 4096u
+#define RING_CELL_BYTES 64u
+
+static size_t ring_at(unsigned r, uint32_t ring_size)
+{
+        return SHM_LINK_HEADER + r * (RING_CTL_BYTES + (size_t) ring_size);
+}
+
+/* Whatever the ends left in the region, datd lays it out afresh before
+ * the pair's next connection: the header, each ring's control block and
+ * the header word of its first record (the one a consumer polls first). */
+Test(datd_channel, reused_region_is_laid_out_afresh)
+{
+        struct region_header h;
+        struct shm_link l;
+        unsigned char *m;
+        void *mem;
+        size_t size;
+        uint32_t id, ring;
+
+        start("shm", "");
+        establish_with_channels(7330);
+        id = expect_new_kept();
+        keep_first_channel();
+        ring = ca0.ev_data_channel.ring_size;
+        cr_assert_eq(shm_region_map(ka[0], ca0.ev_data_channel.region_size, &mem, &size), 0);
+        m = mem;
+        memset(m, 0xa5, sizeof(h));
+        for (unsigned r = 0; r < 2; r++)
+                memset(m + ring_at(r, ring), 0xa5, RING_CTL_BYTES + RING_CELL_BYTES);
+        release_both_and_disconnect(id);
+        establish_with_channels(7331);
+        expect_reused(id);
+        memcpy(&h, m, sizeof(h));
+        cr_expect_eq(h.magic, SHM_LINK_MAGIC, "magic 0x%08x", h.magic);
+        cr_expect_eq(h.version, SHM_LINK_VERSION);
+        cr_expect_eq(h.ring_size, ring);
+        cr_expect_eq(h.flags, 0);
+        for (unsigned r = 0; r < 2; r++) {
+                size_t at = ring_at(r, ring), n = RING_CTL_BYTES + RING_CELL_BYTES, i = 0;
+
+                cr_expect_eq(h.ring_offset[r], at, "ring %u at %" PRIu64, r, h.ring_offset[r]);
+                while (i < n && m[at + i] == 0)
+                        i++;
+                cr_expect_eq(i, n, "ring %u: byte %zu of its control block and first cell not zero", r, i);
+        }
+        cr_expect_eq(shm_link_attach(mem, size, ring, ca.ev_data_channel.side, ka[1], ka[2], &l), 0,
+                     "libdat refuses the region");
+        shm_region_unmap(mem, size);
+        stop();
+}
+
+/* What the last connection left unread is gone, and the two ends carry
+ * bytes on the descriptors they kept, both ways, doorbell included. */
+Test(datd_channel, reused_channel_starts_empty_and_carries_bytes)
+{
+        struct shm_link la, lb;
+        void *ma, *mb;
+        size_t sa, sb;
+        char old[] = "left unread";
+        struct iovec ov = { old, sizeof(old) };
+        const struct datp_ev_data_channel *ea = &ca0.ev_data_channel, *eb = &cb0.ev_data_channel;
+        uint32_t id;
+
+        start("shm", "");
+        establish_with_channels(7335);
+        id = expect_new_kept();
+        keep_first_channel();
+        cr_assert_eq(shm_region_map(ka[0], ea->region_size, &ma, &sa), 0);
+        cr_assert_eq(shm_region_map(kb[0], eb->region_size, &mb, &sb), 0);
+        cr_assert_eq(shm_link_attach(ma, sa, ea->ring_size, ea->side, ka[1], ka[2], &la), 0);
+        cr_assert_eq(shm_link_attach(mb, sb, eb->ring_size, eb->side, kb[1], kb[2], &lb), 0);
+        cr_assert_eq(shm_link_writev(&la, &ov, 1), (ssize_t) sizeof(old));
+        cr_assert_eq(shm_link_writev(&lb, &ov, 1), (ssize_t) sizeof(old));
+        release_both_and_disconnect(id);
+        establish_with_channels(7336);
+        expect_reused(id);
+        /* Each end attaches afresh, as libdat does for a new connection. */
+        cr_assert_eq(shm_link_attach(ma, sa, ea->ring_size, ca.ev_data_channel.side, ka[1], ka[2], &la), 0);
+        cr_assert_eq(shm_link_attach(mb, sb, eb->ring_size, cb.ev_data_channel.side, kb[1], kb[2], &lb), 0);
+        cr_expect_eq(shm_link_readable(&la), 0, "a reads what b left unread before");
+        cr_expect_eq(shm_link_readable(&lb), 0, "b reads what a left unread before");
+        expect_bytes_both_ways(&la, ka[1], &lb);
+        shm_region_unmap(ma, sa);
+        shm_region_unmap(mb, sb);
+        stop();
+}
+
+/* The pair's next connection in the other direction takes the channel
+ * too, and each instance keeps the side it had: the new active end (a)
+ * produces ring 1. */
+Test(datd_channel, reuse_works_with_roles_swapped)
+{
+        uint32_t id;
+
+        start("shm", "");
+        establish_with_channels(7340);
+        id = expect_new_kept();
+        keep_first_channel();
+        release_both_and_disconnect(id);
+        establish_between(&b, &a, 7341, &cb, fb, &b_conn, &ca, fa, &a_conn);
+        expect_reused(id);
+        cr_expect_eq(ca.ev_data_channel.side, 1, "the new active end changed sides");
+        cr_expect_eq(cb.ev_data_channel.side, 0, "the new passive end changed sides");
+        stop();
+}
+
+/* An end that has not released the channel may still touch it: until
+ * both have, the pair's next connection gets a channel of its own; once
+ * the second releases (after the connection ended) it is a spare. */
+Test(datd_channel, no_reuse_until_both_released)
+{
+        uint32_t id, second;
+
+        start("shm", "");
+        establish_with_channels(7350);
+        id = expect_new_kept();
+        keep_first_channel();
+        release(&a, id);
+        disconnect_between(&b, b_conn, &a, a_conn);
+        establish_with_channels(7351);
+        second = expect_new_kept();
+        cr_expect_neq(second, id, "b's channel was reused before b released it");
+        release(&b, id);
+        establish_with_channels(7352);
+        expect_reused(id);
+        stop();
+}
+
+/* Both ends released the channel but its connection is still up: a
+ * connection made meanwhile gets a channel of its own; once the first
+ * ends, its channel is a spare. */
+Test(datd_channel, no_reuse_while_the_connection_is_up)
+{
+        uint32_t id;
+
+        start("shm", "");
+        establish_with_channels(7355);
+        id = expect_new_kept();
+        keep_first_channel();
+        release(&a, id);
+        release(&b, id);
+        establish_with_channels(7356);
+        cr_expect_neq(expect_new_kept(), id, "the channel of a live connection was reused");
+        disconnect_between(&b, b_conn0, &a, a_conn0);
+        establish_with_channels(7357);
+        expect_reused(id);
+        stop();
+}
+
+/* A spare belongs to its two IA instances: a connection of one of them
+ * with a third gets a new channel, and the spare waits for its pair. */
+Test(datd_channel, another_pair_never_gets_the_channel)
+{
+        union datp_message ch3;
+        int f3[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 };
+        uint32_t id, c3_conn;
+
+        start("shm", "");
+        open_client(&c3);
+        establish_with_channels(7360);
+        id = expect_new_kept();
+        keep_first_channel();
+        release_both_and_disconnect(id);
+        establish_between(&a, &c3, 7361, &ca, fa, &a_conn, &ch3, f3, &c3_conn);
+        cr_expect_neq(expect_new_kept_between(&ca, &ch3), id, "a and c3 got a and b's channel");
+        close_fds(f3);
+        establish_with_channels(7362);
+        expect_reused(id);
+        stop();
+}
+
+/* The peer's IA instance goes (IA_CLOSE, then, the second time, its
+ * process): the end that released the channel is told to drop it, the
+ * one that went is not, and datd holds it no more. */
+Test(datd_channel, peer_going_drops_the_released_channel)
+{
+        for (int how = 0; how < 2; how++) {
+                uint32_t id;
+
+                start("shm", "");
+                establish_with_channels(7370);
+                id = expect_new_kept();
+                release_both_and_disconnect(id);
+                cr_expect_eq(cc_no_event(&a, DATP_EV_CHANNEL_DROP, 100), 0, "a spare was dropped");
+                if (how == 0) {
+                        ia_close(&b);
+                        cr_expect_eq(cc_no_event(&b, DATP_EV_CHANNEL_DROP, 100), 0,
+                                     "the instance that closed was told to drop its channel");
+                } else
+                        cc_close(&b);
+                expect_drop(&a, id);
+                cr_expect_eq(wait_regions(0), 0, "datd still holds the dropped channel");
+                stop();
+        }
+}
+
+/* An end that had not released the channel when its peer went may still
+ * touch it: it is told to drop it only when it releases it, at once. */
+Test(datd_channel, release_after_the_peer_left_is_answered_with_a_drop)
+{
+        uint32_t id;
+
+        start("shm", "");
+        establish_with_channels(7380);
+        id = expect_new_kept();
+        cc_close(&b);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_BROKEN, NULL);
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CHANNEL_DROP, 100), 0,
+                     "told to drop a channel it had not released");
+        release(&a, id);
+        expect_drop(&a, id);
+        cr_expect_eq(wait_regions(0), 0, "datd still holds the dropped channel");
+        stop();
+}
+
+/* CHANNEL_RELEASE of an id that is no kept channel of this IA instance
+ * (none at all, or one between two other clients) is answered with
+ * success and does nothing: it counts as neither holder's release, and
+ * that pair still reuses its channel once both of them released it. */
+Test(datd_channel, release_of_an_unknown_or_foreign_channel_is_ignored)
+{
+        union datp_message ch3, ch4;
+        int f3[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 }, f4[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 };
+        struct cc *all[] = { &a, &c3, &c4 };
+        uint32_t id, c3_conn, c4_conn;
+        struct datp_status s;
+
+        start("shm", "");
+        open_client(&c3);
+        open_client(&c4);
+        establish_between(&c3, &c4, 7390, &ch3, f3, &c3_conn, &ch4, f4, &c4_conn);
+        id = expect_new_kept_between(&ch3, &ch4);
+        s = release_answered(&a, a.ia_id, id ^ 0x40000000u);
+        cr_expect_eq(s.dat_status, DAT_SUCCESS, "an unknown channel: 0x%08x", s.dat_status);
+        s = release_answered(&a, a.ia_id, id);
+        cr_expect_eq(s.dat_status, DAT_SUCCESS, "another pair's channel: 0x%08x", s.dat_status);
+        for (size_t i = 0; i < ARRAY_SIZE(all); i++)
+                cr_expect_eq(cc_no_event(all[i], DATP_EV_CHANNEL_DROP, 100), 0,
+                             "client %zu told to drop a channel", i);
+        /* Only c3 released it: no reuse (a's release was not c4's). */
+        release(&c3, id);
+        disconnect_between(&c4, c4_conn, &c3, c3_conn);
+        establish_between(&c3, &c4, 7391, &ch3, f3, &c3_conn, &ch4, f4, &c4_conn);
+        cr_expect_neq(expect_new_kept_between(&ch3, &ch4), id, "reused before both holders released it");
+        /* c4 releases it too: a spare, untouched by a. */
+        release(&c4, id);
+        establish_between(&c3, &c4, 7392, &ch3, f3, &c3_conn, &ch4, f4, &c4_conn);
+        cr_expect_eq(ch3.ev_data_channel.flags, DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE);
+        cr_expect_eq(ch3.ev_data_channel.channel_id, id);
+        cr_expect_eq(ch4.ev_data_channel.flags, DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE);
+        cr_expect_eq(ch4.ev_data_channel.channel_id, id);
+        close_fds(f3);
+        close_fds(f4);
+        stop();
+}
+
+/* CHANNEL_RELEASE names an IA instance of the client's: one never opened,
+ * or one it closed, is DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_IA. */
+Test(datd_channel, channel_release_of_an_unopened_ia_is_invalid_handle)
+{
+        const uint32_t invalid = DAT_CLASS_ERROR | DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_IA;
+        struct datp_status s;
+
+        start("shm", "");
+        s = release_answered(&a, a.ia_id + 1000, 1);
+        cr_expect_eq(s.dat_status, invalid, "never opened: 0x%08x", s.dat_status);
+        cr_expect_eq(s.sys_errno, EBADF);
+        ia_close(&a);
+        s = release_answered(&a, a.ia_id, 1);
+        cr_expect_eq(s.dat_status, invalid, "closed: 0x%08x", s.dat_status);
+        cr_expect_eq(s.sys_errno, EBADF);
+        stop();
+}
+
+/* datd.conf max_spare_channels_per_client: a spare that would take either
+ * client past it is dropped instead (both ends told), the ones before it
+ * are kept. */
+Test(datd_channel, spares_over_max_spare_channels_per_client_are_dropped)
+{
+        uint32_t id, second;
+
+        start("shm", "\"max_spare_channels_per_client\": 1");
+        establish_with_channels(7400);
+        id = expect_new_kept();
+        keep_first_channel();
+        establish_with_channels(7401);
+        second = expect_new_kept();
+        release(&a, id);
+        release(&b, id);
+        release(&a, second);
+        release(&b, second);
+        disconnect_between(&b, b_conn0, &a, a_conn0);
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CHANNEL_DROP, 100), 0, "the first spare was dropped");
+        disconnect_between(&b, b_conn, &a, a_conn);
+        expect_drop(&a, second);
+        expect_drop(&b, second);
+        cr_expect_eq(wait_regions(1), 1, "datd holds the dropped spare, or not the kept one");
+        establish_with_channels(7402);
+        expect_reused(id);
+        stop();
+}
+
+/* max_spare_channels_per_client 0: nothing is kept, so no channel is
+ * offered to be kept. */
+Test(datd_channel, max_spare_channels_per_client_0_keeps_no_channel)
+{
+        start("shm", "\"max_spare_channels_per_client\": 0");
+        establish_with_channels(7410);
+        for (int i = 0; i < 2; i++) {
+                const struct datp_ev_data_channel *e = i ? &cb.ev_data_channel : &ca.ev_data_channel;
+
+                cr_expect_eq(e->flags, DATP_CHANNEL_PIPES, "%s: flags 0x%x", i ? "b" : "a", e->flags);
+                cr_expect_eq(e->channel_id, 0);
+        }
+        stop();
+}
+
+/* max_shm_bytes_per_client with room for one region: the spare of a and b
+ * gives way to a new connection of either of them (the passive end of
+ * its connection, then the active one) with a third client, both its
+ * holders told to drop it, instead of the connection being refused. */
+Test(datd_channel, spares_make_room_under_max_shm_bytes_per_client)
+{
+        union datp_message ch3, ch;
+        int f3[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 }, f[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 };
+        uint32_t id, c3_conn, conn;
+        char limits[128];
+
+        snprintf(limits, sizeof(limits), "\"max_shm_bytes_per_client\": %zu",
+                 shm_link_region_size(RING_DEFAULT) * 3 / 2);
+        for (int active = 0; active < 2; active++) {
+                struct cc *full = active ? &b : &a;
+
+                start("shm", limits);
+                open_client(&c3);
+                establish_with_channels(7420);
+                id = expect_new_kept();
+                release_both_and_disconnect(id);
+                establish_between(full, &c3, 7421, &ch, f, &conn, &ch3, f3, &c3_conn);
+                cr_expect_neq(expect_new_kept_between(&ch, &ch3), id);
+                expect_drop(&a, id);
+                expect_drop(&b, id);
+                cr_expect_eq(wait_regions(1), 1, "datd still holds the dropped spare");
+                close_fds(f);
+                close_fds(f3);
+                stop();
+        }
+}
+
+/* A kept channel stays charged to max_shm_bytes_per_client of an end that
+ * holds it, after its peer went, until it released it and was told to
+ * drop it: a's connection with a third client is refused until then. */
+Test(datd_channel, kept_channel_counts_against_max_shm_bytes_until_dropped)
+{
+        union datp_message ch3;
+        int f3[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 };
+        uint32_t id, c3_conn, refused;
+        char limits[128];
+
+        snprintf(limits, sizeof(limits), "\"max_shm_bytes_per_client\": %zu",
+                 shm_link_region_size(RING_DEFAULT) * 3 / 2);
+        start("shm", limits);
+        open_client(&c3);
+        establish_with_channels(7430);
+        id = expect_new_kept();
+        cc_close(&b);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_BROKEN, NULL);
+        expect_listen(&a, 7431);
+        refused = expect_connect(&c3, &lo, lo_len, 7431, UINT64_MAX, NULL, 0);
+        cr_assert_eq(cc_accept(&a, expect_request(&a, NULL), NULL, 0, &a_conn), DAT_SUCCESS);
+        expect_ev_conn(&c3, refused, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL);
+        expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL);
+        release(&a, id);
+        expect_drop(&a, id);
+        establish_between(&a, &c3, 7432, &ca, fa, &a_conn, &ch3, f3, &c3_conn);
+        expect_new_kept_between(&ca, &ch3);
+        close_fds(f3);
         stop();
 }
 
