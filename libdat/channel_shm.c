@@ -121,15 +121,10 @@ static void shm_shutdown(struct channel *ch)
         shm_link_close_tx(&to_shm(ch)->link);
 }
 
-/* Hands what s holds to its keep; false (nothing handed) when out of
- * memory. */
-static bool keep_end(struct channel_shm *s)
+/* What s holds beyond the link: its end of the channel. */
+static struct shm_kept end_of(const struct channel_shm *s)
 {
-        struct shm_kept *e = malloc(sizeof(*e));
-
-        if (!e)
-                return false;
-        *e = (struct shm_kept){
+        return (struct shm_kept){
                 .id = s->channel_id,
                 .mem = s->mem,
                 .size = s->size,
@@ -141,34 +136,28 @@ static bool keep_end(struct channel_shm *s)
                 .peer_pidfd = s->ch.peer_pidfd,
                 .peer_pid = s->ch.peer_pid,
         };
-        shm_keep_put(s->keep, e, s->ch.graceful_end);
-        return true;
 }
 
 static void shm_destroy(struct channel *ch)
 {
         struct channel_shm *s = to_shm(ch);
+        struct shm_kept end = end_of(s), *e = NULL;
 
         /* The end of our stream: after a BYE it is an orderly end, without
          * one (a failure) the peer takes it for a broken connection. */
         if (!__atomic_load_n(&s->closed, __ATOMIC_RELAXED))
                 shm_link_close_tx(&s->link);
         if (s->keep) {
-                bool kept = keep_end(s);
-
-                shm_keep_unref(s->keep);
-                if (kept) {
-                        free(s);
-                        return;
+                /* Out of memory, it goes as if it were not kept. */
+                e = malloc(sizeof(*e));
+                if (e) {
+                        *e = end;
+                        shm_keep_put(s->keep, e, s->ch.graceful_end);
                 }
+                shm_keep_unref(s->keep);
         }
-        shm_region_unmap(s->mem, s->size);
-        close(s->doorbell_mine);
-        close(s->doorbell_peer);
-        if (s->guard >= 0)
-                close(s->guard);
-        if (ch->peer_pidfd >= 0)
-                close(ch->peer_pidfd);
+        if (!e)
+                shm_kept_close(&end);
         free(s);
 }
 

@@ -21,10 +21,8 @@ struct shm_keep {
         struct shm_kept *kept;          /* under lock */
 };
 
-void shm_kept_free(struct shm_kept *e)
+void shm_kept_close(const struct shm_kept *e)
 {
-        if (!e)
-                return;
         shm_region_unmap(e->mem, e->size);
         close(e->doorbell_mine);
         close(e->doorbell_peer);
@@ -32,6 +30,13 @@ void shm_kept_free(struct shm_kept *e)
                 close(e->guard);
         if (e->peer_pidfd >= 0)
                 close(e->peer_pidfd);
+}
+
+void shm_kept_free(struct shm_kept *e)
+{
+        if (!e)
+                return;
+        shm_kept_close(e);
         free(e);
 }
 

@@ -34,7 +34,10 @@ struct shm_kept {
         pid_t peer_pid;
 };
 
-/* Unmaps and closes what e holds, and frees it.  Accepts NULL. */
+/* Unmaps and closes what e holds (a channel's end that is not kept). */
+void shm_kept_close(const struct shm_kept *e);
+
+/* The same, and frees e.  Accepts NULL. */
 void shm_kept_free(struct shm_kept *e);
 
 /* For the IA with datd connection conn and datd's ia_id. */
