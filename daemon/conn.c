@@ -34,7 +34,6 @@
 
 _Static_assert(DATP_PRIVATE_DATA_MAX >= 64, "dat_ep_connect(3DAT): at least 64 bytes");
 
-
 typedef struct Listener Listener;
 typedef struct Cr Cr;
 typedef struct Conn Conn;
@@ -177,7 +176,6 @@ static uint64_t now_usec(clockid_t clock)
         clock_gettime(clock, &ts);
         return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
-
 
 static Listener *listener_find(ConnTable *t, uint32_t id)
 {
@@ -593,6 +591,32 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
         return NULL;
 }
 
+/* The descriptors of end c's shm channel, its side `side` (PROTOCOL.md,
+ * EV_DATA_CHANNEL), into fds; how many. */
+static unsigned shm_channel_fds(Conn *c, unsigned side, int fds[DATP_CHANNEL_MAX_FDS])
+{
+        Client *peer_client = c->peer ? c->peer->instance->client : NULL;
+        unsigned n = 0;
+        int pidfd;
+
+        fds[n++] = c->shm->memfd;
+        /* Our doorbell's socket or read end, what rings the peer's, and
+         * (pipes) the read end of the peer's we hold so that ringing it
+         * is never SIGPIPE. */
+        fds[n++] = c->shm->doorbell[side][0];
+        fds[n++] = c->shm->doorbell[1 - side][1];
+        if (c->shm->pipes)
+                fds[n++] = c->shm->guard[1 - side];
+        /* The peer client's own, kept: one pidfd_open per client, not two
+         * per connection. */
+        pidfd = peer_client ? client_pidfd(peer_client) : -ESRCH;
+        if (pidfd >= 0)
+                fds[n++] = pidfd;
+        else
+                conn_log(LOG_DEBUG, c, "no pidfd of the peer: %s.", strerror(-pidfd));
+        return n;
+}
+
 /* EV_DATA_CHANNEL to end c, right before its ESTABLISHED: its shm region,
  * else tcp_fd (its connected socket; datd's copy is the caller's to close).
  * A failure to send drops c's client, which breaks the connection
@@ -604,7 +628,6 @@ static void send_data_channel(Conn *c, int tcp_fd)
         Client *peer_client = c->peer ? c->peer->instance->client : NULL;
         const Peer *peer = peer_client ? &peer_client->peer : NULL;
         unsigned n = 0;
-        int pidfd;
 
         datp_header_init(&ev.hdr, DATP_EV_DATA_CHANNEL, c->instance->client->version, sizeof(ev), 0);
         ev.ia_id = c->instance->id;
@@ -615,42 +638,27 @@ static void send_data_channel(Conn *c, int tcp_fd)
                 ev.peer_pid = peer->pid;
                 ev.peer_uid = peer->uid;
         }
-        if (c->shm && c->shm->hlink.id != 0 && c->shm->sent) {
-                /* A kept channel again: the client has it all. */
+        if (c->shm) {
+                bool kept = c->shm->hlink.id != 0;
+
                 ev.kind = DATP_CHANNEL_SHM;
                 ev.region_size = c->shm->size;
                 ev.ring_size = c->shm->ring_size;
-                ev.side = channel_keeper_side(c->shm, c->instance);
-                ev.flags = DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE;
-                ev.channel_id = c->shm->hlink.id;
-        } else if (c->shm) {
-                ev.kind = DATP_CHANNEL_SHM;
-                ev.region_size = c->shm->size;
-                ev.ring_size = c->shm->ring_size;
-                /* The active end produces ring 0, the passive end ring 1
-                 * (which is also the side of each in a kept channel). */
-                ev.side = c->active ? 0 : 1;
-                if (c->shm->hlink.id != 0) {
+                /* The active end produces ring 0, the passive end ring 1;
+                 * in a kept channel each instance keeps the side it had
+                 * in the first connection. */
+                ev.side = kept ? channel_keeper_side(c->shm, c->instance) : c->active ? 0 : 1;
+                if (kept) {
                         ev.flags |= DATP_CHANNEL_KEEP;
                         ev.channel_id = c->shm->hlink.id;
                 }
-                fds[n++] = c->shm->memfd;
-                /* Our doorbell's socket or read end, what rings the
-                 * peer's, and (pipes) the read end of the peer's we hold
-                 * so that ringing it is never SIGPIPE. */
-                fds[n++] = c->shm->doorbell[ev.side][0];
-                fds[n++] = c->shm->doorbell[1 - ev.side][1];
-                if (c->shm->pipes) {
+                if (c->shm->pipes)
                         ev.flags |= DATP_CHANNEL_PIPES;
-                        fds[n++] = c->shm->guard[1 - ev.side];
-                }
-                /* The peer client's own, kept: one pidfd_open per client, not
-                 * two per connection. */
-                pidfd = peer_client ? client_pidfd(peer_client) : -ESRCH;
-                if (pidfd >= 0)
-                        fds[n++] = pidfd;
+                /* Reused, the client has it all; else its descriptors. */
+                if (kept && c->shm->sent)
+                        ev.flags |= DATP_CHANNEL_REUSE;
                 else
-                        conn_log(LOG_DEBUG, c, "no pidfd of the peer: %s.", strerror(-pidfd));
+                        n = shm_channel_fds(c, ev.side, fds);
         } else if (tcp_fd >= 0) {
                 ev.kind = DATP_CHANNEL_TCP;
                 fds[n++] = tcp_fd;
