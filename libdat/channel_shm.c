@@ -229,6 +229,10 @@ static int reuse_kept(const struct datp_ev_data_channel *ev, struct shm_keep *ke
                 shm_kept_free(e);
                 return r;
         }
+        /* The last connection's rings (its end of stream is always one)
+         * would wake the progress thread for nothing as soon as it watches
+         * the doorbell; the rings themselves say what there is to do. */
+        shm_link_doorbell_drain(&s->link);
         s->mem = e->mem;
         s->size = e->size;
         s->doorbell_mine = e->doorbell_mine;
