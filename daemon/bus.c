@@ -324,6 +324,9 @@ static const struct {
         COUNTER(unreachable),
         COUNTER(disconnected),
         COUNTER(broken),
+        COUNTER(shm_channels_made),
+        COUNTER(shm_channels_reused),
+        COUNTER(shm_channels_dropped),
 #undef COUNTER
 };
 

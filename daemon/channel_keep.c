@@ -10,6 +10,7 @@
 #include "daemon/channel_keep.h"
 #include "daemon/client.h"
 #include "daemon/config.h"
+#include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/manager.h"
 #include "libdat/shm_link.h"
@@ -17,18 +18,20 @@
 
 struct ChannelKeeper {
         Manager *manager;
+        ConnCounters *counters;
         IdHash kept;                    /* ShmRegion by channel_id */
         uint32_t next_id;
         bool wrapped;                   /* next_id went round: skip ids in use */
 };
 
-int channel_keeper_new(Manager *m, ChannelKeeper **ret)
+int channel_keeper_new(Manager *m, ConnCounters *counters, ChannelKeeper **ret)
 {
         ChannelKeeper *k = calloc(1, sizeof(*k));
 
         if (!k)
                 return -ENOMEM;
         k->manager = m;
+        k->counters = counters;
         if (id_hash_init(&k->kept) < 0) {
                 free(k);
                 return -ENOMEM;
@@ -141,6 +144,8 @@ static bool maybe_free(ChannelKeeper *k, ShmRegion *r)
 static void doom(ChannelKeeper *k, ShmRegion *r)
 {
         spare_unlink(r);
+        if (!r->doomed)
+                k->counters->shm_channels_dropped++;
         r->doomed = true;
         /* Never laid out again: datd needs the file no more (a holder
          * still in use keeps its mapping). */

@@ -26,8 +26,10 @@ typedef struct Client Client;
 typedef struct IaInstance IaInstance;
 typedef struct Manager Manager;
 typedef struct ChannelKeeper ChannelKeeper;
+typedef struct ConnCounters ConnCounters;
 
-int channel_keeper_new(Manager *m, ChannelKeeper **ret);
+/* counters: where drops are counted (shm_channels_dropped). */
+int channel_keeper_new(Manager *m, ConnCounters *counters, ChannelKeeper **ret);
 /* Frees every kept region (datd stops: nobody is told). */
 ChannelKeeper *channel_keeper_free(ChannelKeeper *k);
 

@@ -244,7 +244,7 @@ int conn_table_new(Manager *m, ConnTable **ret)
         t->manager = m;
         t->next_any = m->config->conn_qual_any_min;
         if (id_hash_init(&t->listeners) < 0 || id_hash_init(&t->crs) < 0 ||
-            id_hash_init(&t->conns) < 0 || channel_keeper_new(m, &t->keeper) < 0) {
+            id_hash_init(&t->conns) < 0 || channel_keeper_new(m, &t->counters, &t->keeper) < 0) {
                 conn_table_free(t);
                 return -ENOMEM;
         }
@@ -561,6 +561,7 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
         r = keep ? channel_keeper_take(keeper, a->instance, b->instance) : NULL;
         if (r) {
                 a->shm = b->shm = r;
+                a->table->counters.shm_channels_reused++;
                 return NULL;
         }
         /* One process holding both ends holds the region twice.  Spares
@@ -583,6 +584,7 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
                 return buf;
         }
         a->shm = b->shm = r;
+        a->table->counters.shm_channels_made++;
         ca->shm_bytes += r->size;
         cb->shm_bytes += r->size;
         /* Without an id it is an ordinary region, freed with its ends. */

@@ -32,6 +32,11 @@ typedef struct ConnCounters {
         uint64_t unreachable;
         uint64_t disconnected;
         uint64_t broken;
+        /* shm data channels (channel_keep.h): regions made, kept ones handed
+         * out again, kept ones dropped. */
+        uint64_t shm_channels_made;
+        uint64_t shm_channels_reused;
+        uint64_t shm_channels_dropped;
 } ConnCounters;
 
 int conn_table_new(Manager *m, ConnTable **ret);

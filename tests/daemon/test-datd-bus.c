@@ -346,7 +346,7 @@ Test(datd_bus, busctl_works_on_the_private_socket)
         start(NULL);
         out = busctl((const char *const[]){ "call", DATD_BUS_DEST, DATD_BUS_OBJECT, DATD_BUS_IFACE,
                                             "GetCounters", NULL });
-        cr_expect_eq(strncmp(out, "a{st} 21 ", 9), 0, "%s", out);
+        cr_expect_eq(strncmp(out, "a{st} 24 ", 9), 0, "%s", out);
         cr_expect_not_null(strstr(out, "\"established\" 0"), "%s", out);
         cr_expect_not_null(strstr(out, "\"clients_accepted\" 0"), "%s", out);
         free(out);

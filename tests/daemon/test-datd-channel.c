@@ -795,6 +795,18 @@ Test(datd_channel, a_connection_within_one_ia_instance_is_not_kept)
 /* Both released the channel and the connection ended: the same two IA
  * instances' next connection takes it again, with nothing attached (the
  * ends have it all), and datd makes no region. */
+/* A counter of datd's GetCounters() (DBUS-API.md). */
+static uint64_t channel_counter(const char *name)
+{
+        sd_bus *bus = NULL;
+        uint64_t v = UINT64_MAX;
+
+        cr_assert_eq(bus_client_open(d.bus_address, &bus), 0, "datd's private bus");
+        cr_expect_eq(bus_counter(bus, name, &v), 0, "GetCounters %s", name);
+        sd_bus_flush_close_unref(bus);
+        return v;
+}
+
 Test(datd_channel, released_channel_is_reused_by_the_same_pair_without_descriptors)
 {
         uint32_t id;
@@ -807,6 +819,9 @@ Test(datd_channel, released_channel_is_reused_by_the_same_pair_without_descripto
         establish_with_channels(7321);
         expect_reused(id);
         cr_expect_eq(datd_regions(), 1, "datd made another region");
+        cr_expect_eq(channel_counter("shm_channels_made"), 1);
+        cr_expect_eq(channel_counter("shm_channels_reused"), 1);
+        cr_expect_eq(channel_counter("shm_channels_dropped"), 0);
         stop();
 }
 
@@ -1009,6 +1024,7 @@ Test(datd_channel, peer_going_drops_the_released_channel)
                         cc_close(&b);
                 expect_drop(&a, id);
                 cr_expect_eq(wait_regions(0), 0, "datd still holds the dropped channel");
+                cr_expect_eq(channel_counter("shm_channels_dropped"), 1);
                 stop();
         }
 }
