@@ -619,8 +619,9 @@ static unsigned shm_channel_fds(Conn *c, unsigned side, int fds[DATP_CHANNEL_MAX
         return n;
 }
 
-/* EV_DATA_CHANNEL to end c, right before its ESTABLISHED: its shm region,
- * else tcp_fd (its connected socket; datd's copy is the caller's to close).
+/* EV_DATA_CHANNEL to end c, right before its ESTABLISHED: its new shm
+ * region (a reused one goes with ESTABLISHED in EV_CONN_KEPT), else tcp_fd
+ * (its connected socket; datd's copy is the caller's to close).
  * A failure to send drops c's client, which breaks the connection
  * (send_event). */
 static void send_data_channel(Conn *c, int tcp_fd)
@@ -641,26 +642,19 @@ static void send_data_channel(Conn *c, int tcp_fd)
                 ev.peer_uid = peer->uid;
         }
         if (c->shm) {
-                bool kept = c->shm->hlink.id != 0;
-
                 ev.kind = DATP_CHANNEL_SHM;
                 ev.region_size = c->shm->size;
                 ev.ring_size = c->shm->ring_size;
-                /* The active end produces ring 0, the passive end ring 1;
-                 * in a kept channel each instance keeps the side it had
-                 * in the first connection. */
-                ev.side = kept ? channel_keeper_side(c->shm, c->instance) : c->active ? 0 : 1;
-                if (kept) {
+                /* The active end produces ring 0, the passive end ring 1
+                 * (in a kept channel, for good: send_ev_conn_kept). */
+                ev.side = c->active ? 0 : 1;
+                if (c->shm->hlink.id != 0) {
                         ev.flags |= DATP_CHANNEL_KEEP;
                         ev.channel_id = c->shm->hlink.id;
                 }
                 if (c->shm->pipes)
                         ev.flags |= DATP_CHANNEL_PIPES;
-                /* Reused, the client has it all; else its descriptors. */
-                if (kept && c->shm->sent)
-                        ev.flags |= DATP_CHANNEL_REUSE;
-                else
-                        n = shm_channel_fds(c, ev.side, fds);
+                n = shm_channel_fds(c, ev.side, fds);
         } else if (tcp_fd >= 0) {
                 ev.kind = DATP_CHANNEL_TCP;
                 fds[n++] = tcp_fd;
@@ -976,21 +970,56 @@ static int socket_error(int fd)
 /* Both ends of a same-host connection are told: channel, then ESTABLISHED
  * with the peer's private data (a->pd: the accepter's, b->pd: the
  * connecter's).  fd_a / fd_b: their tcp sockets (-1 for shm), closed here. */
+/* EV_CONN_KEPT to end c, whose kept channel is reused: its EV_DATA_CHANNEL
+ * and ESTABLISHED in one packet (PROTOCOL.md). */
+static void send_ev_conn_kept(Conn *c, const char *why)
+{
+        struct datp_ev_conn_kept ev = {};
+        Client *peer_client = c->peer ? c->peer->instance->client : NULL;
+
+        account_ev_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, why);
+        datp_header_init(&ev.hdr, DATP_EV_CONN_KEPT, c->instance->client->version, sizeof(ev), 0);
+        ev.ia_id = c->instance->id;
+        ev.conn_id = c->id;
+        ev.ep_handle = c->ep_handle;
+        ev.channel_id = c->shm->hlink.id;
+        ev.side = channel_keeper_side(c->shm, c->instance);
+        ev.region_size = c->shm->size;
+        ev.ring_size = c->shm->ring_size;
+        if (peer_client && peer_client->peer.pid > 0) {
+                ev.peer_pid = peer_client->peer.pid;
+                ev.peer_uid = peer_client->peer.uid;
+        }
+        ev.pd_len = c->pd_len;
+        if (c->pd_len > 0)
+                memcpy(ev.private_data, c->pd, c->pd_len);
+        send_event(c->instance->client, &ev.hdr);
+}
+
+/* End c is up: its data channel (fd: its tcp socket, else -1; taken),
+ * then ESTABLISHED; or both in one EV_CONN_KEPT for a reused channel. */
+static void send_established(Conn *c, int fd, const char *why)
+{
+        if (c->shm && c->shm->hlink.id != 0 && c->shm->sent) {
+                send_ev_conn_kept(c, why);
+        } else {
+                send_data_channel(c, fd);
+                send_ev_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, c->pd, c->pd_len, why);
+        }
+        closep(&fd);
+}
+
 static void establish_local(Conn *a, Conn *b, int fd_a, int fd_b)
 {
         a->state = CONN_ESTABLISHED;
         a->instance->client->n_connecting--;
         a->timer = sd_event_source_disable_unref(a->timer);
         b->accepting = false;
-        send_data_channel(a, fd_a);
-        send_ev_conn(a, DAT_CONNECTION_EVENT_ESTABLISHED, a->pd, a->pd_len, "accepted by the peer");
-        send_data_channel(b, fd_b);
-        send_ev_conn(b, DAT_CONNECTION_EVENT_ESTABLISHED, b->pd, b->pd_len, "accepted");
+        send_established(a, fd_a, "accepted by the peer");
+        send_established(b, fd_b, "accepted");
         a->pd = (free(a->pd), NULL);
         b->pd = (free(b->pd), NULL);
         a->pd_len = b->pd_len = 0;
-        closep(&fd_a);
-        closep(&fd_b);
 }
 
 /* No data channel, no connection: the active end is refused, the accept

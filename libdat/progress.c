@@ -45,6 +45,16 @@ static void dispatch(struct ia *ia, const union datp_message *m, size_t len, int
         case DATP_EV_CONN:
                 conn_dispatch(ia, &m->ev_conn);
                 return;
+        case DATP_EV_CONN_KEPT: {
+                /* The two events it stands for, in their order. */
+                struct datp_ev_data_channel ch;
+                struct datp_ev_conn ev;
+
+                datp_ev_conn_kept_split(&m->ev_conn_kept, &ch, &ev);
+                dto_channel_offer(ia, &ch, NULL, 0);
+                conn_dispatch(ia, &ev);
+                return;
+        }
         case DATP_EV_CHANNEL_DROP:
                 if (m->ev_channel_drop.ia_id == ia->ia_id)
                         shm_keep_drop(ia->shm_keep, m->ev_channel_drop.channel_id);

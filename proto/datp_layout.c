@@ -233,6 +233,18 @@ assert_size(struct datp_channel_release_reply, 24);
 assert_size(struct datp_ev_channel_drop, 24);
 assert_offset(struct datp_ev_channel_drop, ia_id, 16);
 assert_offset(struct datp_ev_channel_drop, channel_id, 20);
+assert_size(struct datp_ev_conn_kept, 320);
+assert_offset(struct datp_ev_conn_kept, ia_id, 16);
+assert_offset(struct datp_ev_conn_kept, conn_id, 20);
+assert_offset(struct datp_ev_conn_kept, ep_handle, 24);
+assert_offset(struct datp_ev_conn_kept, channel_id, 32);
+assert_offset(struct datp_ev_conn_kept, side, 36);
+assert_offset(struct datp_ev_conn_kept, region_size, 40);
+assert_offset(struct datp_ev_conn_kept, ring_size, 48);
+assert_offset(struct datp_ev_conn_kept, peer_pid, 52);
+assert_offset(struct datp_ev_conn_kept, peer_uid, 56);
+assert_offset(struct datp_ev_conn_kept, pd_len, 60);
+assert_offset(struct datp_ev_conn_kept, private_data, 64);
 _Static_assert(DATP_CHANNEL_MAX_FDS <= DATP_MAX_FDS, "a data channel fits datp_recv()'s buffer");
 
 assert_size(struct datp_error, 192);

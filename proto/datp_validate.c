@@ -391,11 +391,6 @@ static int check_error(const union datp_message *m, const char **reason)
 #define DATP_QOS_MASK 0x0fu
 /* DAT_CONNECT_DEFAULT_FLAG (0) and DAT_CONNECT_MULTIPATH_FLAG (1), dat.h. */
 #define DATP_CONNECT_FLAGS_MASK 0x01u
-/* DAT_CONNECTION_EVENT_ESTABLISHED .. DAT_CONNECTION_EVENT_UNREACHABLE (dat.h). */
-#define DATP_EV_CONN_FIRST 0x04001u
-#define DATP_EV_CONN_LAST 0x04008u
-#define DATP_EV_CONN_ESTABLISHED 0x04001u
-#define DATP_EV_CONN_PEER_REJECTED 0x04002u
 
 /* pd_len within DATP_PRIVATE_DATA_MAX and nothing past it. */
 static int check_private_data(uint32_t pd_len, const uint8_t *pd, const char **reason)
@@ -692,6 +687,21 @@ static int check_ev_channel_drop(const union datp_message *m, const char **reaso
         return DATP_OK;
 }
 
+/* What the EV_DATA_CHANNEL and EV_CONN it stands for must be. */
+static int check_ev_conn_kept(const union datp_message *m, const char **reason)
+{
+        union datp_message ch, conn;
+        int r = check_event_header(&m->hdr, reason);
+
+        if (r < 0)
+                return r;
+        datp_ev_conn_kept_split(&m->ev_conn_kept, &ch.ev_data_channel, &conn.ev_conn);
+        r = check_ev_data_channel(&ch, reason);
+        if (r < 0)
+                return r;
+        return check_ev_conn(&conn, reason);
+}
+
 /* The descriptors attached: none, except on a type that carries them, and
  * then exactly as many as the message says (read before its other fields). */
 static int check_fds(const struct datp_type_rule *rule, const union datp_message *m, unsigned nfds,
@@ -782,6 +792,8 @@ static const struct datp_type_rule rules[] = {
           "EV_DATA_CHANNEL", check_ev_data_channel },
         { DATP_EV_CHANNEL_DROP, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_channel_drop),
           "EV_CHANNEL_DROP", check_ev_channel_drop },
+        { DATP_EV_CONN_KEPT, DATP_TO_CLIENT, false, false, sizeof(struct datp_ev_conn_kept),
+          "EV_CONN_KEPT", check_ev_conn_kept },
         { DATP_ERROR, DATP_TO_CLIENT, true, false, sizeof(struct datp_error),
           "ERROR", check_error },
 };
@@ -848,6 +860,7 @@ static uint16_t type_since(uint16_t type)
         switch (type & ~DATP_REPLY) {
         case DATP_CHANNEL_RELEASE:
         case DATP_EV_CHANNEL_DROP:
+        case DATP_EV_CONN_KEPT:
                 return 4;
         default:
                 return 1;

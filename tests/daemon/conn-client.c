@@ -64,6 +64,7 @@ void cc_close(struct cc *c)
         c->n_queued = 0;
         free(c->queue);
         c->queue = NULL;
+        c->has_split = false;
 }
 
 /* One valid packet from datd within the time left, with its descriptors
@@ -75,6 +76,11 @@ static int receive(struct cc *c, struct cc_event *e, long deadline)
         ssize_t n;
         int r;
 
+        if (c->has_split) {
+                *e = c->split;
+                c->has_split = false;
+                return 0;
+        }
         if (left < 0)
                 left = 0;
         do
@@ -95,6 +101,16 @@ static int receive(struct cc *c, struct cc_event *e, long deadline)
         if (datp_validate(&e->msg, (size_t) n, e->nfds, DATP_TO_CLIENT, c->version, NULL) < 0) {
                 close_event_fds(e);
                 return -EBADMSG;
+        }
+        if (e->msg.hdr.type == DATP_EV_CONN_KEPT) {
+                struct datp_ev_conn_kept k = e->msg.ev_conn_kept;
+
+                c->n_kept++;
+                c->split = (struct cc_event){ .nfds = 0, .seq = ++c->seq };
+                for (unsigned i = 0; i < DATP_CHANNEL_MAX_FDS; i++)
+                        c->split.fds[i] = e->fds[i] = -1;
+                datp_ev_conn_kept_split(&k, &e->msg.ev_data_channel, &c->split.msg.ev_conn);
+                c->has_split = true;
         }
         return 0;
 }

@@ -37,6 +37,12 @@ struct cc {
         uint64_t seq;                   /* packets received so far */
         uint64_t last_seq;              /* seq of the event cc_event()/cc_channel() returned */
         unsigned n_channels;            /* EV_DATA_CHANNELs received (kept or dropped) */
+        /* An EV_CONN_KEPT (version 4) is taken apart into the EV_DATA_CHANNEL
+         * and EV_CONN it stands for, so that tests see one flow of events:
+         * the second waits here for the next receive. */
+        unsigned n_kept;                /* EV_CONN_KEPTs received */
+        bool has_split;
+        struct cc_event split;
 };
 
 /* Connects, says HELLO and opens the IA: 0 or -errno. */

@@ -816,8 +816,14 @@ Test(datd_channel, released_channel_is_reused_by_the_same_pair_without_descripto
         id = expect_new_kept();
         keep_first_channel();
         release_both_and_disconnect(id);
+        cr_expect_eq(a.n_kept + b.n_kept, 0, "a new channel came as EV_CONN_KEPT");
         establish_with_channels(7321);
         expect_reused(id);
+        /* PROTOCOL.md, EV_CONN_KEPT: channel and ESTABLISHED in one packet. */
+        cr_expect_eq(a.n_kept, 1, "passive end: the reused channel came in %u EV_CONN_KEPT",
+                     a.n_kept);
+        cr_expect_eq(b.n_kept, 1, "active end: the reused channel came in %u EV_CONN_KEPT",
+                     b.n_kept);
         cr_expect_eq(datd_regions(), 1, "datd made another region");
         cr_expect_eq(channel_counter("shm_channels_made"), 1);
         cr_expect_eq(channel_counter("shm_channels_reused"), 1);

@@ -46,6 +46,7 @@ const struct datp_sample datp_samples[] = {
         { DATP_EV_CONN_REQUEST, DATP_TO_CLIENT, 1, "ev-conn-request" },
         { DATP_EV_CONN, DATP_TO_CLIENT, 1, "ev-conn" },
         { DATP_EV_CHANNEL_DROP, DATP_TO_CLIENT, 4, "ev-channel-drop" },
+        { DATP_EV_CONN_KEPT, DATP_TO_CLIENT, 4, "ev-conn-kept" },
         { DATP_ERROR, DATP_TO_CLIENT, 1, "error" },
 };
 const size_t datp_n_samples = ARRAY_SIZE(datp_samples);
@@ -288,6 +289,19 @@ size_t datp_sample_build(const struct datp_sample *s, union datp_message *m)
                 m->hdr.request_id = 0;
                 m->ev_channel_drop.ia_id = 7;
                 m->ev_channel_drop.channel_id = 9;
+                break;
+        case DATP_EV_CONN_KEPT:
+                m->hdr.request_id = 0;
+                m->ev_conn_kept.ia_id = 7;
+                m->ev_conn_kept.conn_id = 11;
+                m->ev_conn_kept.ep_handle = 0x7f0000000700ull;
+                m->ev_conn_kept.channel_id = 9;
+                m->ev_conn_kept.side = 1;
+                m->ev_conn_kept.ring_size = 262144;
+                m->ev_conn_kept.region_size = 4096 + 2 * (4096 + 262144);
+                m->ev_conn_kept.peer_pid = 4242;
+                m->ev_conn_kept.peer_uid = 1000;
+                sample_private_data(m->ev_conn_kept.private_data, &m->ev_conn_kept.pd_len);
                 break;
         case DATP_ERROR:
                 m->error.status.dat_status = 0x80040000u; /* DAT_INTERNAL_ERROR */

@@ -421,3 +421,84 @@ Test(datp_channel, reuse_still_checks_ring_and_region_size)
         m.ev_data_channel.region_size = 2 * 262144;
         expect(-DATP_E_FIELD);
 }
+
+/* ---- EV_CONN_KEPT (version 4): a reused channel and its ESTABLISHED ------ */
+
+/* The sample (tests/proto/datp_samples.c): valid. */
+static void start_conn_kept(void)
+{
+        memset(&m, 0, sizeof(m));
+        version = 4;
+        attached = 0;
+        datp_sample_build(datp_sample_of(DATP_EV_CONN_KEPT), &m);
+}
+
+/* PROTOCOL.md, EV_CONN_KEPT: exactly the EV_DATA_CHANNEL (PIPES | KEEP |
+ * REUSE, no descriptors) and the EV_CONN ESTABLISHED it stands for. */
+Test(datp_channel, conn_kept_splits_into_a_reused_channel_and_established)
+{
+        struct datp_ev_data_channel ch;
+        struct datp_ev_conn ev;
+
+        start_conn_kept();
+        datp_ev_conn_kept_split(&m.ev_conn_kept, &ch, &ev);
+        cr_expect_eq(ch.hdr.type, DATP_EV_DATA_CHANNEL);
+        cr_expect_eq(ch.hdr.version, 4);
+        cr_expect_eq(ch.hdr.length, sizeof(ch));
+        cr_expect_eq(ch.hdr.request_id, 0);
+        cr_expect_eq(ch.ia_id, 7);
+        cr_expect_eq(ch.conn_id, 11);
+        cr_expect_eq(ch.ep_handle, 0x7f0000000700ull);
+        cr_expect_eq(ch.kind, DATP_CHANNEL_SHM);
+        cr_expect_eq(ch.nfds, 0);
+        cr_expect_eq(ch.flags, DATP_CHANNEL_PIPES | DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE);
+        cr_expect_eq(ch.channel_id, 9);
+        cr_expect_eq(ch.side, 1);
+        cr_expect_eq(ch.ring_size, 262144);
+        cr_expect_eq(ch.region_size, m.ev_conn_kept.region_size);
+        cr_expect_eq(ch.peer_pid, 4242);
+        cr_expect_eq(ch.peer_uid, 1000);
+        cr_expect_eq(ev.hdr.type, DATP_EV_CONN);
+        cr_expect_eq(ev.hdr.length, sizeof(ev));
+        cr_expect_eq(ev.conn_id, 11);
+        cr_expect_eq(ev.ep_handle, 0x7f0000000700ull);
+        cr_expect_eq(ev.event, DATP_EV_CONN_ESTABLISHED);
+        cr_expect_eq(ev.pd_len, m.ev_conn_kept.pd_len);
+        cr_expect_arr_eq(ev.private_data, m.ev_conn_kept.private_data, sizeof(ev.private_data));
+        cr_expect_eq(datp_validate(&ch, sizeof(ch), 0, DATP_TO_CLIENT, 4, NULL), DATP_OK);
+        cr_expect_eq(datp_validate(&ev, sizeof(ev), 0, DATP_TO_CLIENT, 4, NULL), DATP_OK);
+}
+
+/* Its fields obey the rules of the two events it stands for. */
+Test(datp_channel, conn_kept_checks_what_it_stands_for)
+{
+        start_conn_kept();
+        expect(DATP_OK);
+        m.ev_conn_kept.channel_id = 0;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.ev_conn_kept.side = 2;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.ev_conn_kept.ring_size = 262144 + 4096;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.ev_conn_kept.region_size = 2 * 262144;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.ev_conn_kept.peer_pid = 0;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.ev_conn_kept.conn_id = 0;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.ev_conn_kept.pd_len = DATP_PRIVATE_DATA_MAX + 1;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.ev_conn_kept.private_data[DATP_PRIVATE_DATA_MAX - 1] = 1;
+        m.ev_conn_kept.pd_len = 1;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.hdr.request_id = 3;
+        expect(-DATP_E_FIELD);
+}

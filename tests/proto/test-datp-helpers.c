@@ -47,6 +47,7 @@ Test(datp_helpers, message_size_is_the_documented_size_of_each_type)
                 { DATP_CHANNEL_RELEASE | DATP_REPLY, 24 },
                 { DATP_EV_DATA_CHANNEL, 72 },
                 { DATP_EV_CHANNEL_DROP, 24 },
+                { DATP_EV_CONN_KEPT, 320 },
                 { DATP_ERROR, 192 },
         };
 
@@ -78,6 +79,7 @@ Test(datp_helpers, type_name_names_the_kept_channel_messages)
         cr_expect_str_eq(datp_type_name(DATP_CHANNEL_RELEASE), "CHANNEL_RELEASE");
         cr_expect_str_eq(datp_type_name(DATP_CHANNEL_RELEASE | DATP_REPLY), "CHANNEL_RELEASE reply");
         cr_expect_str_eq(datp_type_name(DATP_EV_CHANNEL_DROP), "EV_CHANNEL_DROP");
+        cr_expect_str_eq(datp_type_name(DATP_EV_CONN_KEPT), "EV_CONN_KEPT");
 }
 
 Test(datp_helpers, every_decode_error_has_its_own_text_in_either_sign)
