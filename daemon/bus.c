@@ -375,6 +375,22 @@ static int method_get_counters(sd_bus_message *msg, void *userdata, sd_bus_error
         SD_BUS_METHOD_WITH_NAMES(name, NULL, /* no arguments */, signature,             \
                                  SD_BUS_PARAM(result), handler, SD_BUS_VTABLE_UNPRIVILEGED)
 
+/* NKeptChannels, NSpareChannels: counts of the keeper, read when asked. */
+static int property_get_channels(sd_bus *bus, const char *path, const char *interface,
+                                 const char *property, sd_bus_message *reply, void *userdata,
+                                 sd_bus_error *error)
+{
+        Manager *m = userdata;
+
+        (void) bus;
+        (void) path;
+        (void) interface;
+        (void) error;
+        return sd_bus_message_append(reply, "u", strcmp(property, "NSpareChannels") == 0
+                                                         ? conn_n_spare_channels(m)
+                                                         : conn_n_kept_channels(m));
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", NULL, offsetof(Manager, version), SD_BUS_VTABLE_PROPERTY_CONST),
@@ -387,6 +403,8 @@ static const sd_bus_vtable manager_vtable[] = {
         /* Changes all the time and no signal says so: read it when needed. */
         SD_BUS_PROPERTY("NClients", "u", NULL, offsetof(Manager, n_clients), 0),
         SD_BUS_PROPERTY("NObjects", "t", NULL, offsetof(Manager, n_objects), 0),
+        SD_BUS_PROPERTY("NKeptChannels", "u", property_get_channels, 0, 0),
+        SD_BUS_PROPERTY("NSpareChannels", "u", property_get_channels, 0, 0),
         LIST_METHOD("ListIAs", "a(sssssu)", ias, method_list_ias),
         LIST_METHOD("ListClients", "a(" CLIENT_STRUCT ")", clients, method_list_clients),
         LIST_METHOD("ListEndpoints", "a(" ENDPOINT_STRUCT ")", endpoints, method_list_endpoints),

@@ -22,6 +22,7 @@ struct ChannelKeeper {
         IdHash kept;                    /* ShmRegion by channel_id */
         uint32_t next_id;
         bool wrapped;                   /* next_id went round: skip ids in use */
+        uint32_t n_spares;
 };
 
 int channel_keeper_new(Manager *m, ConnCounters *counters, ChannelKeeper **ret)
@@ -82,16 +83,17 @@ unsigned channel_keeper_side(const ShmRegion *r, const IaInstance *i)
         return r->holder[1] == i;
 }
 
-static void spare_link(ShmRegion *r)
+static void spare_link(ChannelKeeper *k, ShmRegion *r)
 {
         LIST_PREPEND(spare0, r->holder[0]->spare0, r);
         LIST_PREPEND(spare1, r->holder[1]->spare1, r);
         r->holder[0]->client->n_spare_channels++;
         r->holder[1]->client->n_spare_channels++;
         r->spare = true;
+        k->n_spares++;
 }
 
-static void spare_unlink(ShmRegion *r)
+static void spare_unlink(ChannelKeeper *k, ShmRegion *r)
 {
         if (!r->spare)
                 return;
@@ -100,6 +102,7 @@ static void spare_unlink(ShmRegion *r)
         r->holder[0]->client->n_spare_channels--;
         r->holder[1]->client->n_spare_channels--;
         r->spare = false;
+        k->n_spares--;
 }
 
 /* Holder `side` holds r no more: its client is no longer charged for it,
@@ -143,7 +146,7 @@ static bool maybe_free(ChannelKeeper *k, ShmRegion *r)
  * uses it will be when it releases. */
 static void doom(ChannelKeeper *k, ShmRegion *r)
 {
-        spare_unlink(r);
+        spare_unlink(k, r);
         if (!r->doomed)
                 k->counters->shm_channels_dropped++;
         r->doomed = true;
@@ -182,7 +185,7 @@ static void maybe_spare(ChannelKeeper *k, ShmRegion *r)
                 doom(k, r);
                 return;
         }
-        spare_link(r);
+        spare_link(k, r);
 }
 
 ShmRegion *channel_keeper_take(ChannelKeeper *k, IaInstance *a, IaInstance *b)
@@ -199,7 +202,7 @@ ShmRegion *channel_keeper_take(ChannelKeeper *k, IaInstance *a, IaInstance *b)
                                 break;
         if (!r)
                 return NULL;
-        spare_unlink(r);
+        spare_unlink(k, r);
         r->hold[0] = r->hold[1] = KEPT_IN_USE;
         r->refs += 2;
         return r;
@@ -235,7 +238,7 @@ void channel_keeper_drop_instance(ChannelKeeper *k, IaInstance *i)
 {
         ID_HASH_FOREACH(&k->kept, ShmRegion, r, {
                 if (r->holder[0] == i || r->holder[1] == i) {
-                        spare_unlink(r);
+                        spare_unlink(k, r);
                         holder_gone(r, channel_keeper_side(r, i));
                         doom(k, r);
                 }
@@ -258,6 +261,16 @@ unsigned channel_keeper_drop_spares_of(ChannelKeeper *k, Client *c)
                 }
         }
         return n;
+}
+
+uint32_t channel_keeper_count(const ChannelKeeper *k)
+{
+        return k->kept.n;
+}
+
+uint32_t channel_keeper_spares(const ChannelKeeper *k)
+{
+        return k->n_spares;
 }
 
 ChannelKeeper *channel_keeper_free(ChannelKeeper *k)

@@ -66,4 +66,9 @@ void channel_keeper_drop_instance(ChannelKeeper *k, IaInstance *i);
  * max_shm_bytes_per_client).  Returns how many. */
 unsigned channel_keeper_drop_spares_of(ChannelKeeper *k, Client *c);
 
+/* What datd keeps now (datctl status): kept channels in any state, and
+ * the spares among them. */
+uint32_t channel_keeper_count(const ChannelKeeper *k);
+uint32_t channel_keeper_spares(const ChannelKeeper *k);
+
 #endif

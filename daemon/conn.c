@@ -290,6 +290,16 @@ uint32_t conn_n_connections(Manager *m)
         return m->conns->n_conns;
 }
 
+uint32_t conn_n_kept_channels(Manager *m)
+{
+        return channel_keeper_count(m->conns->keeper);
+}
+
+uint32_t conn_n_spare_channels(Manager *m)
+{
+        return channel_keeper_spares(m->conns->keeper);
+}
+
 /* ---- addresses and log lines ---------------------------------------------- */
 
 /* An IA's address as peers see it; 127.0.0.1 for an IA without one. */

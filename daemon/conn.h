@@ -96,5 +96,8 @@ void conn_foreach_connection(Manager *m, void (*fn)(const ConnInfo *, void *), v
 const ConnCounters *conn_counters(Manager *m);
 uint32_t conn_n_listeners(Manager *m);
 uint32_t conn_n_connections(Manager *m);
+/* Kept shm channels now, and the spares among them (channel_keep.h). */
+uint32_t conn_n_kept_channels(Manager *m);
+uint32_t conn_n_spare_channels(Manager *m);
 
 #endif

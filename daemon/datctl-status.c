@@ -34,6 +34,8 @@ static const struct status_property status_properties[] = {
         { "SocketPath", "socket_path", 's' },
         { "NClients", "n_clients", 'u' },
         { "NObjects", "n_objects", 't' },
+        { "NKeptChannels", "n_kept_channels", 'u' },
+        { "NSpareChannels", "n_spare_channels", 'u' },
 };
 
 static const struct status_property *status_property_find(const char *name)
@@ -56,7 +58,8 @@ static int status_new(json_t **ret)
         _cleanup_(json_decrefp) json_t *status = json_object();
         static const char *const keys[] = {
                 "version", "start_timestamp", "start_timestamp_usec", "uptime_usec",
-                "runtime_directory", "socket_path", "n_clients", "n_objects", "n_ias", "n_ias_up",
+                "runtime_directory", "socket_path", "n_clients", "n_objects", "n_kept_channels",
+                "n_spare_channels", "n_ias", "n_ias_up",
         };
 
         if (!status)
@@ -241,6 +244,19 @@ static void print_integer(const char *label, json_t *value)
         print_line(label, buf);
 }
 
+/* Kept shm channels: "3 kept (1 spare)", "-" from a datd without them. */
+static void print_channels(json_t *status)
+{
+        json_t *kept = json_object_get(status, "n_kept_channels");
+        json_t *spare = json_object_get(status, "n_spare_channels");
+        char buf[64] = "-";
+
+        if (json_is_integer(kept) && json_is_integer(spare))
+                snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT " kept (%" JSON_INTEGER_FORMAT
+                         " spare)", json_integer_value(kept), json_integer_value(spare));
+        print_line("Shm channels", buf);
+}
+
 static void print_started(json_t *status)
 {
         char ts[FORMAT_TIMESTAMP_MAX], span[FORMAT_TIMESPAN_MAX], line[128];
@@ -301,6 +317,7 @@ int status_print(json_t *status)
         print_line("Socket", json_string_value(json_object_get(status, "socket_path")));
         print_integer("Clients", json_object_get(status, "n_clients"));
         print_integer("Objects", json_object_get(status, "n_objects"));
+        print_channels(status);
         print_ias(status);
         print_counters(json_object_get(status, "counters"));
         return ferror(stdout) ? -EIO : 0;

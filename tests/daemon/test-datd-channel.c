@@ -807,6 +807,22 @@ static uint64_t channel_counter(const char *name)
         return v;
 }
 
+/* NKeptChannels or NSpareChannels (DBUS-API.md). */
+static uint32_t channel_property(const char *name)
+{
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus *bus = NULL;
+        uint32_t v = UINT32_MAX;
+
+        cr_assert_eq(bus_client_open(d.bus_address, &bus), 0, "datd's private bus");
+        cr_expect_geq(sd_bus_get_property_trivial(bus, DATD_BUS_DEST, DATD_BUS_OBJECT, DATD_BUS_IFACE,
+                                                  name, &error, 'u', &v), 0, "%s: %s", name,
+                      error.message ? error.message : "");
+        sd_bus_error_free(&error);
+        sd_bus_flush_close_unref(bus);
+        return v;
+}
+
 Test(datd_channel, released_channel_is_reused_by_the_same_pair_without_descriptors)
 {
         uint32_t id;
@@ -815,7 +831,10 @@ Test(datd_channel, released_channel_is_reused_by_the_same_pair_without_descripto
         establish_with_channels(7320);
         id = expect_new_kept();
         keep_first_channel();
+        cr_expect_eq(channel_property("NKeptChannels"), 1);
+        cr_expect_eq(channel_property("NSpareChannels"), 0, "a spare while in use");
         release_both_and_disconnect(id);
+        cr_expect_eq(channel_property("NSpareChannels"), 1, "no spare once both released it");
         cr_expect_eq(a.n_kept + b.n_kept, 0, "a new channel came as EV_CONN_KEPT");
         establish_with_channels(7321);
         expect_reused(id);
@@ -825,6 +844,8 @@ Test(datd_channel, released_channel_is_reused_by_the_same_pair_without_descripto
         cr_expect_eq(b.n_kept, 1, "active end: the reused channel came in %u EV_CONN_KEPT",
                      b.n_kept);
         cr_expect_eq(datd_regions(), 1, "datd made another region");
+        cr_expect_eq(channel_property("NKeptChannels"), 1);
+        cr_expect_eq(channel_property("NSpareChannels"), 0, "still a spare in use");
         cr_expect_eq(channel_counter("shm_channels_made"), 1);
         cr_expect_eq(channel_counter("shm_channels_reused"), 1);
         cr_expect_eq(channel_counter("shm_channels_dropped"), 0);
@@ -1031,6 +1052,7 @@ Test(datd_channel, peer_going_drops_the_released_channel)
                 expect_drop(&a, id);
                 cr_expect_eq(wait_regions(0), 0, "datd still holds the dropped channel");
                 cr_expect_eq(channel_counter("shm_channels_dropped"), 1);
+                cr_expect_eq(channel_property("NKeptChannels"), 0);
                 stop();
         }
 }

@@ -373,6 +373,8 @@ Test(datctl, status_json_has_every_field)
         assert_json_string(status, "socket_path", datd.socket_path);
         assert_json_integer(status, "n_clients", 0);
         assert_json_integer(status, "n_objects", 0);
+        assert_json_integer(status, "n_kept_channels", 0);
+        assert_json_integer(status, "n_spare_channels", 0);
         assert_json_integer(status, "n_ias", 2);
         assert_json_integer(status, "n_ias_up", 2);
         start = json_object_get(status, "start_timestamp_usec");
