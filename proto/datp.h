@@ -487,7 +487,9 @@ enum datp_channel_kind {
 #define DATP_CHANNEL_KEEP 0x2u
 /* Version 4, with PIPES | KEEP and no descriptors: the channel channel_id
  * this client kept, laid out afresh by datd for this connection;
- * region_size, ring_size and side are as when it was first sent. */
+ * region_size, ring_size and side are as when it was first sent.  Only in
+ * the EV_DATA_CHANNEL an EV_CONN_KEPT stands for: one that travels on its
+ * own always carries descriptors. */
 #define DATP_CHANNEL_REUSE 0x4u
 
 /* The descriptors a shm EV_DATA_CHANNEL with these flags carries without

@@ -605,9 +605,11 @@ static int check_ev_conn(const union datp_message *m, const char **reason)
 #define DATP_CHANNEL_RING_MIN 4096u
 #define DATP_CHANNEL_RING_MAX (64u << 20)
 
-static int check_ev_data_channel(const union datp_message *m, const char **reason)
+/* An EV_DATA_CHANNEL's fields; in_kept: the one an EV_CONN_KEPT stands
+ * for, the only place a reused channel (REUSE, no descriptors) is. */
+static int check_data_channel(const struct datp_ev_data_channel *e, bool in_kept,
+                              const char **reason)
 {
-        const struct datp_ev_data_channel *e = &m->ev_data_channel;
         int r = check_event_header(&e->hdr, reason);
 
         if (r < 0)
@@ -619,14 +621,14 @@ static int check_ev_data_channel(const union datp_message *m, const char **reaso
         if ((e->flags & DATP_CHANNEL_PIPES) && (e->kind != DATP_CHANNEL_SHM || e->hdr.version < 3))
                 return refuse(reason, DATP_E_FIELD,
                               "EV_DATA_CHANNEL: PIPES is version 3's, and only for shm");
-        /* KEEP and REUSE: version 4, shm with pipes, a channel_id; REUSE
-         * only on a kept channel, and without descriptors. */
+        /* KEEP and REUSE: version 4, shm with pipes, a channel_id. */
         if ((e->flags & (DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE)) &&
             (e->hdr.version < 4 || !(e->flags & DATP_CHANNEL_PIPES)))
                 return refuse(reason, DATP_E_FIELD,
                               "EV_DATA_CHANNEL: KEEP and REUSE are version 4's, and only with PIPES");
-        if ((e->flags & DATP_CHANNEL_REUSE) && !(e->flags & DATP_CHANNEL_KEEP))
-                return refuse(reason, DATP_E_FIELD, "EV_DATA_CHANNEL: REUSE without KEEP");
+        if (!(e->flags & DATP_CHANNEL_REUSE) != !in_kept)
+                return refuse(reason, DATP_E_FIELD,
+                              "EV_DATA_CHANNEL: REUSE outside EV_CONN_KEPT, or missing in it");
         if (!(e->flags & DATP_CHANNEL_KEEP) != (e->channel_id == 0))
                 return refuse(reason, DATP_E_FIELD,
                               "EV_DATA_CHANNEL: channel_id without KEEP, or KEEP without one");
@@ -635,12 +637,9 @@ static int check_ev_data_channel(const union datp_message *m, const char **reaso
                               "EV_DATA_CHANNEL: peer_pid negative, or a peer_uid without it");
         switch (e->kind) {
         case DATP_CHANNEL_SHM:
-                if (e->flags & DATP_CHANNEL_REUSE) {
-                        if (e->nfds != 0)
-                                return refuse(reason, DATP_E_FIELD,
-                                              "EV_DATA_CHANNEL: REUSE with descriptors");
-                } else if (e->nfds < datp_channel_shm_fds(e->flags) ||
-                           e->nfds > datp_channel_shm_fds(e->flags) + 1)
+                /* A reused channel's descriptors are the client's already. */
+                if (!in_kept && (e->nfds < datp_channel_shm_fds(e->flags) ||
+                                 e->nfds > datp_channel_shm_fds(e->flags) + 1))
                         return refuse(reason, DATP_E_FIELD,
                                       e->flags & DATP_CHANNEL_PIPES
                                               ? "EV_DATA_CHANNEL: shm with pipes, with neither 4 nor 5 descriptors"
@@ -669,6 +668,11 @@ static int check_ev_data_channel(const union datp_message *m, const char **reaso
         }
 }
 
+static int check_ev_data_channel(const union datp_message *m, const char **reason)
+{
+        return check_data_channel(&m->ev_data_channel, false, reason);
+}
+
 static int check_channel_release(const union datp_message *m, const char **reason)
 {
         if (m->channel_release.channel_id == 0)
@@ -690,13 +694,14 @@ static int check_ev_channel_drop(const union datp_message *m, const char **reaso
 /* What the EV_DATA_CHANNEL and EV_CONN it stands for must be. */
 static int check_ev_conn_kept(const union datp_message *m, const char **reason)
 {
-        union datp_message ch, conn;
+        struct datp_ev_data_channel ch;
+        union datp_message conn;
         int r = check_event_header(&m->hdr, reason);
 
         if (r < 0)
                 return r;
-        datp_ev_conn_kept_split(&m->ev_conn_kept, &ch.ev_data_channel, &conn.ev_conn);
-        r = check_ev_data_channel(&ch, reason);
+        datp_ev_conn_kept_split(&m->ev_conn_kept, &ch, &conn.ev_conn);
+        r = check_data_channel(&ch, true, reason);
         if (r < 0)
                 return r;
         return check_ev_conn(&conn, reason);
@@ -710,10 +715,6 @@ static int check_fds(const struct datp_type_rule *rule, const union datp_message
         if (!rule->fds)
                 return nfds == 0 ? DATP_OK
                                  : refuse(reason, DATP_E_FDS, "file descriptors attached");
-        /* A reused channel's descriptors are the client's already. */
-        if ((m->ev_data_channel.flags & DATP_CHANNEL_REUSE) && nfds == 0 &&
-            m->ev_data_channel.nfds == 0)
-                return DATP_OK;
         if (nfds == 0 || nfds > DATP_CHANNEL_MAX_FDS || m->ev_data_channel.nfds != nfds)
                 return refuse(reason, DATP_E_FDS,
                               "EV_DATA_CHANNEL: descriptors attached differ from its nfds");

@@ -4,7 +4,7 @@
  * and not.  Besides "no crash, no out-of-bounds read", it aborts on an
  * accepted message that breaks the framing rules: exact size for its type,
  * header length equal to the bytes, no descriptors except on
- * EV_DATA_CHANNEL (exactly its nfds; none on a reused channel). */
+ * EV_DATA_CHANNEL (exactly its nfds). */
 #include "config.h"
 
 #include <stdint.h>
@@ -29,9 +29,6 @@ static void check_accepted(const uint8_t *data, size_t size, unsigned nfds)
                 return;
         }
         memcpy(&ch, data, sizeof(ch));
-        /* A reused channel's descriptors are the client's already. */
-        if ((ch.flags & DATP_CHANNEL_REUSE) && nfds == 0 && ch.nfds == 0)
-                return;
         if (nfds == 0 || nfds > DATP_CHANNEL_MAX_FDS || ch.nfds != nfds)
                 abort();
 }

@@ -356,70 +356,25 @@ Test(datp_channel, flags_beyond_reuse_are_refused)
         expect(-DATP_E_FIELD);
 }
 
-/* REUSE hands back a channel the client kept: with KEEP (and so pipes
- * and version 4), never alone. */
-Test(datp_channel, reuse_needs_keep)
+/* Section 8: an EV_DATA_CHANNEL that travels on its own carries its
+ * descriptors; a reused channel (REUSE, nfds 0) is only ever the one an
+ * EV_CONN_KEPT stands for. */
+Test(datp_channel, a_reused_channel_comes_only_in_ev_conn_kept)
 {
         start_shm_reused();
-        expect(DATP_OK);
-        /* channel_id 0 too, so that only REUSE without KEEP is wrong. */
+        expect(-DATP_E_FDS);
+        attached = 5;
+        expect(-DATP_E_FDS);
+        m.ev_data_channel.nfds = 5;
+        expect(-DATP_E_FIELD);
+        /* channel_id 0 too, so that only REUSE (without KEEP) is wrong. */
         m.ev_data_channel.flags = DATP_CHANNEL_PIPES | DATP_CHANNEL_REUSE;
         m.ev_data_channel.channel_id = 0;
         expect(-DATP_E_FIELD);
-        start_shm_reused();
-        m.ev_data_channel.flags = DATP_CHANNEL_KEEP | DATP_CHANNEL_REUSE;
-        expect(-DATP_E_FIELD);
-        start_shm_reused();
-        version = m.hdr.version = 3;
-        expect(-DATP_E_FIELD);
-}
-
-/* Section 8: a reused channel's descriptors are the client's already, so
- * none travel: nfds 0 (a field error otherwise) and none attached (a
- * descriptor error otherwise, as for any count that differs from nfds). */
-Test(datp_channel, reuse_carries_no_descriptors)
-{
-        start_shm_reused();
-        expect(DATP_OK);
-        m.ev_data_channel.nfds = attached = 5;
-        expect(-DATP_E_FIELD);
-        m.ev_data_channel.nfds = attached = 4;
-        expect(-DATP_E_FIELD);
-        start_shm_reused();
-        attached = 5;
-        expect(-DATP_E_FDS);
-        attached = 1;
-        expect(-DATP_E_FDS);
-        start_shm_reused();
-        m.ev_data_channel.nfds = 5;
-        expect(-DATP_E_FDS);
         /* A kept channel sent the first time still needs its descriptors. */
         start_shm_kept();
         m.ev_data_channel.nfds = attached = 0;
         expect(-DATP_E_FDS);
-}
-
-/* A reused channel keeps each instance's side, whichever end is active. */
-Test(datp_channel, reuse_may_name_either_side)
-{
-        start_shm_reused();
-        m.ev_data_channel.side = 0;
-        expect(DATP_OK);
-        m.ev_data_channel.side = 1;
-        expect(DATP_OK);
-        m.ev_data_channel.side = 2;
-        expect(-DATP_E_FIELD);
-}
-
-/* REUSE drops the descriptors, not the checks of the shm fields. */
-Test(datp_channel, reuse_still_checks_ring_and_region_size)
-{
-        start_shm_reused();
-        m.ev_data_channel.ring_size = 12288;
-        expect(-DATP_E_FIELD);
-        start_shm_reused();
-        m.ev_data_channel.region_size = 2 * 262144;
-        expect(-DATP_E_FIELD);
 }
 
 /* ---- EV_CONN_KEPT (version 4): a reused channel and its ESTABLISHED ------ */
@@ -465,8 +420,24 @@ Test(datp_channel, conn_kept_splits_into_a_reused_channel_and_established)
         cr_expect_eq(ev.event, DATP_EV_CONN_ESTABLISHED);
         cr_expect_eq(ev.pd_len, m.ev_conn_kept.pd_len);
         cr_expect_arr_eq(ev.private_data, m.ev_conn_kept.private_data, sizeof(ev.private_data));
-        cr_expect_eq(datp_validate(&ch, sizeof(ch), 0, DATP_TO_CLIENT, 4, NULL), DATP_OK);
+        /* The ESTABLISHED is valid on its own; the reused channel only
+         * inside the EV_CONN_KEPT (a_reused_channel_comes_only_in_ev_conn_kept). */
         cr_expect_eq(datp_validate(&ev, sizeof(ev), 0, DATP_TO_CLIENT, 4, NULL), DATP_OK);
+        cr_expect_eq(datp_validate(&ch, sizeof(ch), 0, DATP_TO_CLIENT, 4, NULL), -DATP_E_FDS);
+        cr_expect_eq(datp_validate(&m, sizeof(m.ev_conn_kept), 0, DATP_TO_CLIENT, 4, NULL),
+                     DATP_OK);
+}
+
+/* A reused channel keeps each instance's side, whichever end is active. */
+Test(datp_channel, conn_kept_may_name_either_side)
+{
+        start_conn_kept();
+        m.ev_conn_kept.side = 0;
+        expect(DATP_OK);
+        m.ev_conn_kept.side = 1;
+        expect(DATP_OK);
+        m.ev_conn_kept.side = 2;
+        expect(-DATP_E_FIELD);
 }
 
 /* Its fields obey the rules of the two events it stands for. */
@@ -481,6 +452,9 @@ Test(datp_channel, conn_kept_checks_what_it_stands_for)
         expect(-DATP_E_FIELD);
         start_conn_kept();
         m.ev_conn_kept.ring_size = 262144 + 4096;
+        expect(-DATP_E_FIELD);
+        start_conn_kept();
+        m.ev_conn_kept.ring_size = 12288;
         expect(-DATP_E_FIELD);
         start_conn_kept();
         m.ev_conn_kept.region_size = 2 * 262144;
