@@ -61,6 +61,12 @@ struct ShmRegion {
         LIST_FIELDS(ShmRegion, spare1); /* holder[1]->spare1 */
 };
 
+/* Whether r is a kept channel (channel_keep.h): one with a channel_id. */
+static inline bool shm_region_kept(const ShmRegion *r)
+{
+        return r->hlink.id != 0;
+}
+
 /* Creates the memfd (sealed, shm_region_create_unmapped), lays out the two
  * rings (shm_link_init_fd, without mapping it), and makes the two doorbells:
  * pipes (and their guards) if pipes, else socketpairs.  refs is 2.  0, or

@@ -549,6 +549,18 @@ static const char *shm_quota_refuses(const Client *cl, uint64_t more, const Limi
         return buf;
 }
 
+/* shm_quota_refuses, after cl's spare channels gave way if they would
+ * make the room. */
+static const char *shm_room_refuses(ChannelKeeper *keeper, Client *cl, uint64_t more,
+                                    const Limits *lim, char *buf, size_t size)
+{
+        const char *why = shm_quota_refuses(cl, more, lim, buf, size);
+
+        if (why && channel_keeper_drop_spares_of(keeper, cl) > 0)
+                why = shm_quota_refuses(cl, more, lim, buf, size);
+        return why;
+}
+
 /* Makes the data channel of the same-host connection a (active) - b
  * (passive), and counts it; NULL, or why it could not (in buf).  Both ends
  * on shm IAs: a shm region. */
@@ -574,16 +586,10 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
                 a->table->counters.shm_channels_reused++;
                 return NULL;
         }
-        /* One process holding both ends holds the region twice.  Spares
-         * give way to a connection that needs their room. */
-        why = shm_quota_refuses(ca, ca == cb ? 2 * bytes : bytes, lim, buf, size);
-        if (why && channel_keeper_drop_spares_of(keeper, ca) > 0)
-                why = shm_quota_refuses(ca, ca == cb ? 2 * bytes : bytes, lim, buf, size);
-        if (!why && ca != cb) {
-                why = shm_quota_refuses(cb, bytes, lim, buf, size);
-                if (why && channel_keeper_drop_spares_of(keeper, cb) > 0)
-                        why = shm_quota_refuses(cb, bytes, lim, buf, size);
-        }
+        /* One process holding both ends holds the region twice. */
+        why = shm_room_refuses(keeper, ca, ca == cb ? 2 * bytes : bytes, lim, buf, size);
+        if (!why && ca != cb)
+                why = shm_room_refuses(keeper, cb, bytes, lim, buf, size);
         if (why)
                 return why;
         /* Pipes for doorbells when both ends know them (channel.h). */
@@ -603,32 +609,6 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
         return NULL;
 }
 
-/* The descriptors of end c's shm channel, its side `side` (PROTOCOL.md,
- * EV_DATA_CHANNEL), into fds; how many. */
-static unsigned shm_channel_fds(Conn *c, unsigned side, int fds[DATP_CHANNEL_MAX_FDS])
-{
-        Client *peer_client = c->peer ? c->peer->instance->client : NULL;
-        unsigned n = 0;
-        int pidfd;
-
-        fds[n++] = c->shm->memfd;
-        /* Our doorbell's socket or read end, what rings the peer's, and
-         * (pipes) the read end of the peer's we hold so that ringing it
-         * is never SIGPIPE. */
-        fds[n++] = c->shm->doorbell[side][0];
-        fds[n++] = c->shm->doorbell[1 - side][1];
-        if (c->shm->pipes)
-                fds[n++] = c->shm->guard[1 - side];
-        /* The peer client's own, kept: one pidfd_open per client, not two
-         * per connection. */
-        pidfd = peer_client ? client_pidfd(peer_client) : -ESRCH;
-        if (pidfd >= 0)
-                fds[n++] = pidfd;
-        else
-                conn_log(LOG_DEBUG, c, "no pidfd of the peer: %s.", strerror(-pidfd));
-        return n;
-}
-
 /* EV_DATA_CHANNEL to end c, right before its ESTABLISHED: its new shm
  * region (a reused one goes with ESTABLISHED in EV_CONN_KEPT), else tcp_fd
  * (its connected socket; datd's copy is the caller's to close).
@@ -641,6 +621,7 @@ static void send_data_channel(Conn *c, int tcp_fd)
         Client *peer_client = c->peer ? c->peer->instance->client : NULL;
         const Peer *peer = peer_client ? &peer_client->peer : NULL;
         unsigned n = 0;
+        int pidfd;
 
         datp_header_init(&ev.hdr, DATP_EV_DATA_CHANNEL, c->instance->client->version, sizeof(ev), 0);
         ev.ia_id = c->instance->id;
@@ -658,13 +639,27 @@ static void send_data_channel(Conn *c, int tcp_fd)
                 /* The active end produces ring 0, the passive end ring 1
                  * (in a kept channel, for good: send_ev_conn_kept). */
                 ev.side = c->active ? 0 : 1;
-                if (c->shm->hlink.id != 0) {
+                if (shm_region_kept(c->shm)) {
                         ev.flags |= DATP_CHANNEL_KEEP;
                         ev.channel_id = c->shm->hlink.id;
                 }
-                if (c->shm->pipes)
+                fds[n++] = c->shm->memfd;
+                /* Our doorbell's socket or read end, what rings the
+                 * peer's, and (pipes) the read end of the peer's we hold
+                 * so that ringing it is never SIGPIPE. */
+                fds[n++] = c->shm->doorbell[ev.side][0];
+                fds[n++] = c->shm->doorbell[1 - ev.side][1];
+                if (c->shm->pipes) {
                         ev.flags |= DATP_CHANNEL_PIPES;
-                n = shm_channel_fds(c, ev.side, fds);
+                        fds[n++] = c->shm->guard[1 - ev.side];
+                }
+                /* The peer client's own, kept: one pidfd_open per client, not
+                 * two per connection. */
+                pidfd = peer_client ? client_pidfd(peer_client) : -ESRCH;
+                if (pidfd >= 0)
+                        fds[n++] = pidfd;
+                else
+                        conn_log(LOG_DEBUG, c, "no pidfd of the peer: %s.", strerror(-pidfd));
         } else if (tcp_fd >= 0) {
                 ev.kind = DATP_CHANNEL_TCP;
                 fds[n++] = tcp_fd;
@@ -824,7 +819,7 @@ static void conn_free(Conn *c)
         data_out_free(c->data_out);
         closep(&c->data_fd);
         free(c->pd);
-        if (c->shm && c->shm->hlink.id != 0) {
+        if (c->shm && shm_region_kept(c->shm)) {
                 /* Kept: charged to the client while it holds it. */
                 channel_keeper_end_gone(t->keeper, c->shm);
                 c->shm = NULL;
@@ -1010,7 +1005,7 @@ static void send_ev_conn_kept(Conn *c, const char *why)
  * then ESTABLISHED; or both in one EV_CONN_KEPT for a reused channel. */
 static void send_established(Conn *c, int fd, const char *why)
 {
-        if (c->shm && c->shm->hlink.id != 0 && c->shm->sent) {
+        if (c->shm && shm_region_kept(c->shm) && c->shm->sent) {
                 send_ev_conn_kept(c, why);
         } else {
                 send_data_channel(c, fd);

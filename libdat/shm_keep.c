@@ -15,8 +15,7 @@
 struct shm_keep {
         struct dat_lock lock;
         unsigned refs;                  /* atomic */
-        bool closed;                    /* the IA closed; under lock */
-        struct datd_conn *conn;         /* NULL once closed */
+        struct datd_conn *conn;         /* NULL once the IA closed; under lock */
         uint32_t ia_id;
         struct shm_kept *kept;          /* under lock */
 };
@@ -83,7 +82,6 @@ void shm_keep_close(struct shm_keep *k)
         if (!k)
                 return;
         dat_lock(&k->lock);
-        k->closed = true;
         k->conn = NULL;
         list = k->kept;
         k->kept = NULL;
@@ -97,7 +95,7 @@ void shm_keep_put(struct shm_keep *k, struct shm_kept *e, bool in_order)
         struct datp_channel_release rel = {};
 
         dat_lock(&k->lock);
-        if (k->closed) {
+        if (!k->conn) {
                 dat_unlock(&k->lock);
                 shm_kept_free(e);
                 return;
