@@ -22,6 +22,12 @@ struct channel_ops {
         /* Writes what fits of iov: bytes written (0 when full), or -errno
          * (-EPIPE: the channel is gone). */
         ssize_t (*writev)(struct channel *ch, const struct iovec *iov, int iovcnt);
+        /* A small write in place: where len contiguous bytes would go,
+         * or NULL (use writev, which also says why); commit sends them.
+         * Nothing else is written in between.  NULL ops: never in place
+         * (TCP). */
+        void *(*reserve)(struct channel *ch, size_t len);
+        void (*commit)(struct channel *ch, size_t len);
         /* Reads what is there into iov: bytes read (0 when nothing is),
          * or -errno (-EPIPE: the peer closed and everything was read). */
         ssize_t (*readv)(struct channel *ch, const struct iovec *iov, int iovcnt);

@@ -46,6 +46,16 @@ static ssize_t shm_writev(struct channel *ch, const struct iovec *iov, int iovcn
         return n < 0 ? -EPIPE : n;
 }
 
+static void *shm_reserve(struct channel *ch, size_t len)
+{
+        return shm_link_reserve(&to_shm(ch)->link, len);
+}
+
+static void shm_commit(struct channel *ch, size_t len)
+{
+        shm_link_commit(&to_shm(ch)->link, len);
+}
+
 /* Once our doorbell has no ringer left, the peer's end of the channel is
  * gone: what it wrote is in the ring (it wrote before it closed), and after
  * that comes the end of its stream, with or without its mark. */
@@ -165,6 +175,8 @@ static const struct channel_ops shm_ops = {
         .name = "shm",
         .writev = shm_writev,
         .readv = shm_readv,
+        .reserve = shm_reserve,
+        .commit = shm_commit,
         .peek = shm_peek,
         .consume = shm_consume,
         .readable = shm_readable,

@@ -318,6 +318,11 @@ static inline bool dto_tx_flush(struct dto_ep *d)
         return dto_tx_idle(d) ? false : dto_tx_flush_frames(d);
 }
 
+/* The request just queued (at tail - 1) goes out: in one write when
+ * nothing waits before it (the usual small message), else through
+ * dto_tx_flush.  Under lock, running. */
+void dto_tx_post(struct dto_ep *d);
+
 /* Whether frames wait for room in the channel (dto_tx_pending_frames),
  * with the usual answer inline: every poll of an idle data path asks. */
 bool dto_tx_pending_frames(const struct dto_ep *d);

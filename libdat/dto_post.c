@@ -242,7 +242,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
                         /* Like a NIC's local length error: the connection ends. */
                         dto_fail(d, "a request longer than the transport allows");
                 else
-                        dto_tx_flush(d);
+                        dto_tx_post(d);
         }
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
         /* Frames wait for room: the progress thread must watch for it.  And

@@ -474,6 +474,39 @@ ssize_t shm_link_writev(struct shm_link *l, const struct iovec *iov, int iovcnt)
         return (ssize_t)done;
 }
 
+void *shm_link_reserve(struct shm_link *l, size_t n)
+{
+        struct shm_link_dir *d = &l->tx;
+        uint64_t pos = d->count;
+        size_t at;
+
+        if (_unlikely_(n == 0 || n > REC_INLINE_MAX ||
+                       __atomic_load_n(&d->ctl->closed, __ATOMIC_RELAXED) != 0))
+                return NULL;
+        if (record_room(l, pos, d->peer) < n &&
+            (load_consumed(d) < 0 || record_room(l, pos, d->peer) < n))
+                return NULL;
+        at = (size_t)((pos + REC_HEADER) & (l->ring_size - 1));
+        /* An inline record starts on a cell and ends within it or the
+         * next ones: its bytes wrap only where the ring does. */
+        if (at + n > l->ring_size)
+                return NULL;
+        return d->data + at;
+}
+
+void shm_link_commit(struct shm_link *l, size_t n)
+{
+        struct shm_link_dir *d = &l->tx;
+        uint64_t pos = d->count, next = pos + cells_of(n) * LINK_CELL;
+
+        /* As shm_link_writev publishes a record: the next header word
+         * first, then this one's (release), then the peer's sleep flag. */
+        __atomic_store_n(header_at(l, d, next), 0, __ATOMIC_RELAXED);
+        d->count = next;
+        __atomic_exchange_n(header_at(l, d, pos), REC_MARK << 32 | n, __ATOMIC_SEQ_CST);
+        wake_if_armed(l, &d->ctl->sleeping);
+}
+
 /* Consumer: the length of the record starting at our position; 0 when
  * none is there, -EPROTO when the word there is no possible record. */
 static int64_t record_peek(const struct shm_link *l, const struct shm_link_dir *d)

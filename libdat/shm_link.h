@@ -139,6 +139,15 @@ void shm_link_prefault(void *mem, size_t size, uint32_t ring_size);
  * peer's counter is impossible. */
 ssize_t shm_link_writev(struct shm_link *l, const struct iovec *iov, int iovcnt);
 
+/* Producer: where a record of n bytes (1 to 248: one whose bytes share
+ * its header's cell and those after it) would go, to be filled in place
+ * and published with shm_link_commit(l, n); NULL when the ring has no
+ * room for it, its bytes would wrap around the ring's end, or our side is
+ * closed (shm_link_writev then says which).  Nothing else may be written
+ * in between. */
+void *shm_link_reserve(struct shm_link *l, size_t n);
+void shm_link_commit(struct shm_link *l, size_t n);
+
 /* Consumer: copies up to the available bytes into the iovec and gives the
  * room of the records read whole back (waking the producer if it waits
  * for room).  Returns the bytes read; 0 when empty; -EPIPE when empty and

@@ -89,6 +89,65 @@ Test(DTO_SUITE(send), large_messages_arrive_intact_both_ways)
         dto_run(&cfg, sizes_both_ways, sizes_both_ways, &sz);
 }
 
+/* ---- a backlog of sends --------------------------------------------------- */
+
+/* Sends of 9 to 12 KiB (inline: below DTO_CMA_THRESHOLD), 40 of them: more
+ * than a channel holds (the shm ring's 256 KiB; a small TCP socket buffer
+ * on tcpsmall), so that while the peer takes none, later frames go out in
+ * pieces as room frees. */
+#define BACKLOG_N 40
+#define BACKLOG_SLOT 12800
+
+static DAT_VLEN backlog_len(unsigned k)
+{
+        return 9000 + 83 * k;
+}
+
+static void backlog_sender(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        for (unsigned k = 0; k < BACKLOG_N; k++) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 1 + k * BACKLOG_SLOT, backlog_len(k));
+
+                dto_fill(s->mem.buf + 1 + k * BACKLOG_SLOT, backlog_len(k), 500 + k);
+                DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &iov, dto_cookie(k),
+                                               DAT_COMPLETION_DEFAULT_FLAG),
+                              DAT_SUCCESS);
+        }
+        dto_barrier(s);
+        for (unsigned k = 0; k < BACKLOG_N; k++)
+                dto_expect_dto(s->request_evd, s->ep[0], k, DAT_DTO_SUCCESS, backlog_len(k),
+                               DAT_DTO_SEND);
+}
+
+static void backlog_receiver(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        /* No receive yet: the first Send waits for one (receiver not
+         * ready), everything behind it in the channel. */
+        dto_barrier(s);
+        for (unsigned k = 0; k < BACKLOG_N; k++) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 3 + k * BACKLOG_SLOT, BACKLOG_SLOT - 8);
+
+                dto_post_recv(s, s->ep[0], &iov, 1, k);
+        }
+        for (unsigned k = 0; k < BACKLOG_N; k++) {
+                dto_expect_recv(s, s->ep[0], k, backlog_len(k));
+                dto_verify(s->mem.buf + 3 + k * BACKLOG_SLOT, backlog_len(k), 500 + k);
+        }
+}
+
+/* dat_ep_post_send(3DAT): posting returns at once, whatever the channel
+ * holds; the messages go when there is room, in post order and intact
+ * (each that did not fit whole goes on from where it stopped). */
+Test(DTO_SUITE(send), sends_posted_while_the_peer_takes_none_arrive_intact_in_order)
+{
+        static const char *const env[] = { "DATD_RNR_TIMEOUT_MS=30000", NULL };
+        struct dto_config cfg = { .buf_len = BACKLOG_N * BACKLOG_SLOT + 4096, .env = env };
+
+        dto_run(&cfg, backlog_receiver, backlog_sender, NULL);
+}
+
 /* ---- gather / scatter ------------------------------------------------------ */
 
 struct segs {

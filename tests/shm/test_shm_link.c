@@ -409,6 +409,75 @@ Test(shm_link, small_writes_take_a_cell_each, .init = link_setup, .fini = link_t
         cr_expect_eq(shm_link_readable(&e1), 56, "the next record's bytes");
 }
 
+/* shm_link_reserve/commit: a small record filled in place reads back as
+ * the same bytes a write would have made, in order with written ones. */
+Test(shm_link, a_record_filled_in_place_reads_back_in_order_with_written_ones, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char in[600], out[600];
+        size_t at = 0;
+
+        fill_stream(in, 0, sizeof(in));
+        for (size_t n = 1; at + n <= sizeof(in) && n <= 248; n += 37) {
+                unsigned char *p = shm_link_reserve(&e0, n);
+
+                cr_assert_not_null(p, "room for %zu bytes", n);
+                memcpy(p, in + at, n);
+                if (at == 0)
+                        cr_expect_eq(shm_link_readable(&e1), 0, "nothing before the commit");
+                shm_link_commit(&e0, n);
+                at += n;
+                cr_assert_eq(write_bytes(&e0, in + at, 3), 3);
+                at += 3;
+        }
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), (ssize_t)at);
+        cr_expect(check_stream(out, 0, at));
+}
+
+/* In place only what fits a record's inline bytes, where there is room and
+ * the bytes do not wrap: else NULL, and writev takes it (or says why). */
+Test(shm_link, reserve_refuses_what_does_not_fit_in_place, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char buf[RING] = { 0 };
+        unsigned n = 0;
+
+        cr_expect_null(shm_link_reserve(&e0, 0));
+        cr_expect_null(shm_link_reserve(&e0, 249), "more than a record's inline bytes");
+        cr_expect_not_null(shm_link_reserve(&e0, 248));
+        /* Cells of 56 bytes fill the ring but the one kept free. */
+        while (shm_link_reserve(&e0, 56)) {
+                shm_link_commit(&e0, 56);
+                n++;
+        }
+        cr_expect_eq(n, RING / CELL - 1);
+        cr_expect_eq(write_bytes(&e0, buf, 1), 0, "full for writev too");
+        cr_assert_eq(read_bytes(&e1, buf, 56), 56);
+        cr_expect_not_null(shm_link_reserve(&e0, 56), "room again once a record is read");
+        /* All read: the next record would start in the ring's last cell,
+         * where 120 bytes would wrap. */
+        cr_assert_eq(read_bytes(&e1, buf, sizeof(buf)), (ssize_t)(56 * (RING / CELL - 2)));
+        cr_expect_null(shm_link_reserve(&e0, 120), "its bytes would wrap around the ring's end");
+        cr_expect_eq(write_bytes(&e0, buf, 120), 120, "writev wraps them");
+        cr_assert_eq(read_bytes(&e1, buf, sizeof(buf)), 120);
+        cr_expect_not_null(shm_link_reserve(&e0, 248), "from the ring's start again");
+}
+
+Test(shm_link, reserve_refuses_after_close_and_commit_rings_an_armed_reader, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char *p;
+
+        cr_assert(shm_link_arm(&e1, true, false), "nothing to read: may sleep");
+        p = shm_link_reserve(&e0, 8);
+        cr_assert_not_null(p);
+        memcpy(p, "12345678", 8);
+        cr_expect_eq(e0.doorbell_writes, 0, "nothing published yet");
+        shm_link_commit(&e0, 8);
+        cr_expect_eq(e0.doorbell_writes, 1);
+        cr_expect(doorbell_rang(f.doorbell[1]));
+        shm_link_close_tx(&e0);
+        cr_expect_null(shm_link_reserve(&e0, 8), "our side is closed");
+        cr_expect_eq(shm_link_writev(&e0, &(struct iovec){ p, 8 }, 1), -EPIPE, "writev says why");
+}
+
 Test(shm_link, read_is_partial_when_the_iovec_is_smaller_then_zero_when_empty, .init = link_setup, .fini = link_teardown)
 {
         unsigned char in[300], out[300];
