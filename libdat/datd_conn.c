@@ -193,24 +193,39 @@ static uint32_t next_request_id(struct datd_conn *conn)
         return id;
 }
 
-/* Sends what datd_conn_defer held back; under defer_lock. */
-static void flush_deferred_locked(struct datd_conn *conn)
+/* Sends what datd_conn_defer held back, then request if not NULL, in one
+ * system call; under defer_lock.  Returns request's datp_send_many result
+ * (what was held back is best effort: datd hears of it again, or not at
+ * all, as it would of a lost message the connection's end makes moot). */
+static int flush_deferred_locked(struct datd_conn *conn, const struct datp_header *request)
 {
+        const struct datp_header *batch[DATD_DEFER_MAX + 1];
+        unsigned n = 0;
+        int r;
+
         for (unsigned i = 0; i < conn->n_deferred; i++)
-                (void)datp_send(conn->fd, &conn->deferred[i].hdr, NULL, 0);
+                batch[n++] = &conn->deferred[i].hdr;
+        if (request)
+                batch[n++] = request;
+        r = datp_send_many(conn->fd, batch, n);
         __atomic_store_n(&conn->n_deferred, 0, __ATOMIC_RELAXED);
+        return r;
 }
 
 static int send_request(struct datd_conn *conn, struct datp_header *request, uint32_t id)
 {
-        if (__atomic_load_n(&conn->n_deferred, __ATOMIC_RELAXED) > 0) {
-                dat_lock(&conn->defer_lock);
-                flush_deferred_locked(conn);
-                dat_unlock(&conn->defer_lock);
-        }
+        int r;
+
         datp_header_init(request, request->type, conn->version ? conn->version : DATP_VERSION_MAX,
                          request->length, id);
-        return datp_send(conn->fd, request, NULL, 0);
+        if (__atomic_load_n(&conn->n_deferred, __ATOMIC_RELAXED) == 0)
+                return datp_send(conn->fd, request, NULL, 0);
+        /* What was held back goes first, with the request: datd takes both
+         * from one wake-up, and this process makes one system call. */
+        dat_lock(&conn->defer_lock);
+        r = flush_deferred_locked(conn, request);
+        dat_unlock(&conn->defer_lock);
+        return r;
 }
 
 int datd_conn_defer(struct datd_conn *conn, const struct datp_header *request)
@@ -219,7 +234,7 @@ int datd_conn_defer(struct datd_conn *conn, const struct datp_header *request)
                 return -EINVAL;
         dat_lock(&conn->defer_lock);
         if (conn->n_deferred == DATD_DEFER_MAX)
-                flush_deferred_locked(conn);
+                (void)flush_deferred_locked(conn, NULL);
         memcpy(conn->deferred[conn->n_deferred].bytes, request, request->length);
         datp_header_init(&conn->deferred[conn->n_deferred].hdr, request->type,
                          conn->version ? conn->version : DATP_VERSION_MAX, request->length, 0);

@@ -688,6 +688,13 @@ int datp_set_string(char *dst, size_t n, const char *src);
  * socket. */
 int datp_send(int sock, const struct datp_header *hdr, const int *fds, unsigned nfds);
 
+/* n messages (at most DATP_SEND_MANY_MAX, else -EINVAL), no descriptors,
+ * in order, one packet each, with as few system calls as the kernel takes
+ * (sendmmsg).  0, or as datp_send: a length datp_send refuses sends none of
+ * them; after a socket error the messages before it went. */
+#define DATP_SEND_MANY_MAX 32
+int datp_send_many(int sock, const struct datp_header *const *hdrs, unsigned n);
+
 /* Receives one packet into buf.  Returns the packet's real length (which may
  * exceed sizeof(*buf): the caller then rejects it as DATP_E_OVERSIZE), 0 on
  * orderly shutdown, or -errno.  Descriptors that came with the packet are

@@ -18,6 +18,38 @@ union datp_control {
         char buf[CMSG_SPACE(sizeof(int) * DATP_MAX_FDS)];
 };
 
+int datp_send_many(int sock, const struct datp_header *const *hdrs, unsigned n)
+{
+        struct mmsghdr mm[DATP_SEND_MANY_MAX];
+        struct iovec iov[DATP_SEND_MANY_MAX];
+        unsigned done = 0;
+
+        if (n > DATP_SEND_MANY_MAX)
+                return -EINVAL;
+        for (unsigned i = 0; i < n; i++) {
+                if (hdrs[i]->length < sizeof(*hdrs[i]))
+                        return -EINVAL;
+                if (hdrs[i]->length > DATP_MAX_MESSAGE)
+                        return -EMSGSIZE;
+                iov[i] = (struct iovec){ .iov_base = (void *)hdrs[i], .iov_len = hdrs[i]->length };
+                mm[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+        }
+        /* sendmmsg may stop after some: the rest goes on, in order. */
+        while (done < n) {
+                int k = sendmmsg(sock, mm + done, n - done, MSG_NOSIGNAL);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                for (int i = 0; i < k; i++)
+                        if (mm[done + (unsigned)i].msg_len != hdrs[done + (unsigned)i]->length)
+                                return -EIO;
+                done += (unsigned)k;
+        }
+        return 0;
+}
+
 int datp_send(int sock, const struct datp_header *hdr, const int *fds, unsigned nfds)
 {
         union datp_control control;

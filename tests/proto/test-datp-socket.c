@@ -131,6 +131,62 @@ Test(datp_socket, send_refuses_lengths_outside_header_and_max_message)
         cr_expect_eq(datp_send(sv[0], &m.hdr, NULL, 0), -EINVAL);
 }
 
+/* datp_send_many: each message its own packet, in order, whole. */
+Test(datp_socket, send_many_sends_each_message_as_its_own_packet_in_order)
+{
+        static const uint16_t types[] = { DATP_CHANNEL_RELEASE, DATP_DISCONNECT, DATP_CONNECT };
+        union datp_message out[3], in;
+        const struct datp_header *hdrs[3];
+        unsigned nfds;
+
+        for (unsigned i = 0; i < 3; i++) {
+                datp_sample_build_type(types[i], &out[i]);
+                hdrs[i] = &out[i].hdr;
+        }
+        cr_assert_eq(datp_send_many(sv[0], hdrs, 3), 0);
+        for (unsigned i = 0; i < 3; i++) {
+                ssize_t n = datp_recv(sv[1], &in, NULL, 0, &nfds);
+
+                cr_assert_eq(n, (ssize_t)out[i].hdr.length, "packet %u", i);
+                cr_expect_arr_eq(&in, &out[i], (size_t)n);
+        }
+        cr_expect_eq(datp_send_many(sv[0], hdrs, 0), 0, "nothing to send");
+}
+
+/* A message datp_send would refuse makes the batch send nothing at all; a
+ * batch above DATP_SEND_MANY_MAX is refused whole. */
+Test(datp_socket, send_many_refuses_a_bad_message_before_sending_any)
+{
+        union datp_message a, b;
+        const struct datp_header *hdrs[DATP_SEND_MANY_MAX + 1];
+        char byte;
+
+        datp_sample_build_type(DATP_IA_CLOSE, &a);
+        datp_sample_build_type(DATP_IA_CLOSE, &b);
+        b.hdr.length = DATP_MAX_MESSAGE + 1;
+        hdrs[0] = &a.hdr;
+        hdrs[1] = &b.hdr;
+        cr_expect_eq(datp_send_many(sv[0], hdrs, 2), -EMSGSIZE);
+        b.hdr.length = sizeof(b.hdr) - 1;
+        cr_expect_eq(datp_send_many(sv[0], hdrs, 2), -EINVAL);
+        for (unsigned i = 0; i <= DATP_SEND_MANY_MAX; i++)
+                hdrs[i] = &a.hdr;
+        cr_expect_eq(datp_send_many(sv[0], hdrs, DATP_SEND_MANY_MAX + 1), -EINVAL);
+        cr_expect_eq(recv(sv[1], &byte, 1, MSG_DONTWAIT), -1, "nothing went");
+        cr_expect_eq(errno, EAGAIN);
+}
+
+Test(datp_socket, send_many_to_a_closed_peer_is_epipe)
+{
+        union datp_message a;
+        const struct datp_header *hdrs[1] = { &a.hdr };
+
+        datp_sample_build_type(DATP_IA_CLOSE, &a);
+        close(sv[1]);
+        sv[1] = -1;
+        cr_expect_eq(datp_send_many(sv[0], hdrs, 1), -EPIPE);
+}
+
 Test(datp_socket, send_refuses_more_than_max_fds)
 {
         union datp_message m;
