@@ -141,7 +141,8 @@ ssize_t shm_link_writev(struct shm_link *l, const struct iovec *iov, int iovcnt)
 
 /* Producer: where a record of n bytes (1 to 248: one whose bytes share
  * its header's cell and those after it) would go, to be filled in place
- * and published with shm_link_commit(l, n); NULL when the ring has no
+ * and published with shm_link_commit(l, n) (it zeroes the header word
+ * after it, which the consumer reads only after n's); NULL when the ring has no
  * room for it, its bytes would wrap around the ring's end, or our side is
  * closed (shm_link_writev then says which).  Nothing else may be written
  * in between. */
