@@ -39,9 +39,10 @@ struct channel_ops {
          * return 0 now (nothing there, the stream not ended), else not 0.
          * NULL op: the channel never lends (TCP). */
         const void *(*peek)(struct channel *ch, size_t max, size_t *len);
-        /* Returns whether more bytes are there already (false: a read
-         * now would likely find nothing). */
-        bool (*consume)(struct channel *ch);
+        /* With look, returns whether more bytes are there already (false:
+         * a read now would likely find nothing); without, false, at no cost
+         * of its own. */
+        bool (*consume)(struct channel *ch, bool look);
         /* A cheap hint: bytes may be waiting to be read. */
         bool (*readable)(struct channel *ch);
         /* The progress thread is about to sleep on poll_fd: ask to be woken

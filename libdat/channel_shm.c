@@ -82,9 +82,9 @@ static const void *shm_peek(struct channel *ch, size_t max, size_t *len)
         return p;
 }
 
-static bool shm_consume(struct channel *ch)
+static bool shm_consume(struct channel *ch, bool look)
 {
-        return shm_link_consume(&to_shm(ch)->link);
+        return shm_link_consume(&to_shm(ch)->link, look);
 }
 
 static bool shm_readable(struct channel *ch)

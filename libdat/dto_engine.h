@@ -220,6 +220,9 @@ struct dto_ep {
         const unsigned char *rx_lent;
         unsigned char rx_stash[DTO_STASH];
         bool rx_drained;                /* this poll's last read found the channel empty */
+        /* This step ends after the first whole record lent: a
+         * dat_evd_dequeue's (dto_evd_poll's first_record). */
+        bool rx_one_record;
         bool rx_seq_taken;              /* the request's seq was checked and counted */
         uint32_t read_data_pending;     /* inline RDMA Read data queued, not out yet */
         uint64_t rnr_deadline_ns;       /* a SEND waits for a receive until then, 0: not */

@@ -266,7 +266,7 @@ static struct dto_ep *slot_lookup(struct dto_ia *t, uint64_t key)
  * finishing (dto_finish) *finish is set and d->users keeps d alive while
  * the caller does that after dropping the table's lock. */
 static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
-                        struct dto_batch *b, bool *finish)
+                        bool first_record, struct dto_batch *b, bool *finish)
 {
         bool moved = false;
 
@@ -288,7 +288,9 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
                          * CMA_OK) do not. */
                         uint64_t before = d->work_frames;
 
+                        d->rx_one_record = first_record;
                         dto_progress_locked(d, b);
+                        d->rx_one_record = false;
                         moved = d->work_frames != before;
                 }
         }
@@ -345,7 +347,7 @@ static uint32_t ask_readiness(struct dto_ia *t)
         return seq;
 }
 
-static bool poll_all(struct dto_ia *t, bool wait)
+static bool poll_all(struct dto_ia *t, bool wait, bool first_record)
 {
         struct dto_ep *failed[POLL_FAILED_MAX];
         struct dto_batch b;
@@ -378,7 +380,7 @@ static bool poll_all(struct dto_ia *t, bool wait)
                  * plain store is enough (the progress thread only reads). */
                 if (!wait)
                         __atomic_store_n(&t->app_busy, t->app_busy + 1, __ATOMIC_RELAXED);
-                moved |= step_locked(d, wait, false, &b, &f);
+                moved |= step_locked(d, wait, false, first_record, &b, &f);
                 if (!wait)
                         __atomic_store_n(&t->app_busy, t->app_busy - 1, __ATOMIC_RELAXED);
                 if (f)
@@ -394,14 +396,14 @@ static bool poll_all(struct dto_ia *t, bool wait)
 /* initial-exec: no __tls_get_addr call on every poll. */
 static __thread unsigned app_polls __attribute__((tls_model("initial-exec")));
 
-bool dto_evd_poll(struct evd *evd)
+bool dto_evd_poll(struct evd *evd, bool first_record)
 {
         struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
         bool moved;
 
         if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
                 return false;
-        moved = poll_all(&ia->dto, false);
+        moved = poll_all(&ia->dto, false, first_record);
         /* The progress thread only needs to know that someone polled
          * lately (APP_POLL_GRACE_NS): the count moves after every poll
          * that found work and every 64th empty one.  Empty polls alone
@@ -531,7 +533,7 @@ static bool on_slot_event(struct dto_ia *t, uint64_t key, uint32_t events)
                         d->ch->ops->disarm(d->ch);
                 }
                 dat_unlock(&d->lock);
-                moved = step_locked(d, true, (key & EV_KIND_MASK) == EV_PIDFD, &b, &finish);
+                moved = step_locked(d, true, (key & EV_KIND_MASK) == EV_PIDFD, false, &b, &finish);
         }
         dat_unlock(&t->lock);
         evd_deferred_run(&b.deferred);
@@ -741,7 +743,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                 /* A kick, a deadline, spinning, or work found while arming:
                  * everyone. */
                 if (all)
-                        moved |= poll_all(t, true);
+                        moved |= poll_all(t, true, false);
                 if (moved) {
                         prev_work = last_work;
                         last_work = dto_now_ns();

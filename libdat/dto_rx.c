@@ -663,7 +663,7 @@ static size_t stash_take(struct dto_ep *d, void *dst, size_t max)
         /* Nothing behind the lent bytes: no more reads this poll, as after
          * a short read. */
         if (d->rx_lent && d->rx_stash_off == d->rx_stash_len) {
-                d->rx_drained = !d->ch->ops->consume(d->ch);
+                d->rx_drained = !d->ch->ops->consume(d->ch, !d->rx_one_record);
                 d->rx_lent = NULL;
         }
         return k;
@@ -685,7 +685,7 @@ static void lend_end(struct dto_ep *d)
         d->rx_stash_len = (uint32_t)left;
         d->rx_stash_off = 0;
         d->rx_lent = NULL;
-        (void)d->ch->ops->consume(d->ch);
+        (void)d->ch->ops->consume(d->ch, false);
 }
 
 /* The stash is empty: borrows the channel's bytes, or reads into the

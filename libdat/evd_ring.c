@@ -308,7 +308,7 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                 bool completions = fed_by_data_paths(evd);
 
                 if (completions)
-                        (void)dto_evd_poll(evd);
+                        (void)dto_evd_poll(evd, true);
                 /* Still nothing: a polling consumer's common case costs no
                  * lock (an event queued meanwhile is taken next time). */
                 if (__atomic_load_n(&evd->count, __ATOMIC_ACQUIRE) == 0 &&
@@ -424,7 +424,7 @@ static void spin_polling(struct evd *evd, uint32_t seen, const struct dat_deadli
         if (!fed_by_data_paths(evd))
                 return;
         for (unsigned i = 0;; i++) {
-                moved |= dto_evd_poll(evd);
+                moved |= dto_evd_poll(evd, false);
                 if (i > 0 && (i & 15) == 0) {
                         struct timespec ts;
                         uint64_t now;

@@ -618,7 +618,7 @@ const void *shm_link_peek(struct shm_link *l, size_t max, size_t *len)
         return d->data + at;
 }
 
-bool shm_link_consume(struct shm_link *l)
+bool shm_link_consume(struct shm_link *l, bool look)
 {
         struct shm_link_dir *d = &l->rx;
 
@@ -627,7 +627,7 @@ bool shm_link_consume(struct shm_link *l)
         d->count += cells_of(d->rec_len) * LINK_CELL;
         d->rec_len = 0;
         give_room_back(l, d);
-        return record_peek(l, d) != 0;
+        return look && record_peek(l, d) != 0;
 }
 
 size_t shm_link_readable(const struct shm_link *l)

@@ -166,9 +166,12 @@ ssize_t shm_link_readv(struct shm_link *l, const struct iovec *iov, int iovcnt);
 const void *shm_link_peek(struct shm_link *l, size_t max, size_t *len);
 
 /* Consumer: gives the peeked record's room back (waking the producer if it
- * waits for room).  Only after a shm_link_peek that returned bytes.
- * Returns whether another record (or an impossible one) is there already. */
-bool shm_link_consume(struct shm_link *l);
+ * waits for room).  Only after a shm_link_peek that returned bytes.  With
+ * look, returns whether another record (or an impossible one) is there
+ * already; without, false, and the next record's line is not touched: the
+ * producer wrote its header word last (zeroing it), and reading it now
+ * would wait for that line to come over from the producer's core. */
+bool shm_link_consume(struct shm_link *l, bool look);
 
 /* Consumer: bytes readable now without looking past the next record (a
  * hint: more records may follow); an impossible record counts as 1 byte,

@@ -499,7 +499,8 @@ Test(shm_link, read_is_partial_when_the_iovec_is_smaller_then_zero_when_empty, .
 
 /* shm_link_peek lends the next whole record where it lies: its bytes and
  * length, the record counted as readable and its room held until
- * shm_link_consume, which says whether another record follows. */
+ * shm_link_consume, which says whether another record follows when asked
+ * to look (and says nothing, at no cost, when not). */
 Test(shm_link, peek_lends_a_whole_record_in_place_until_it_is_consumed, .init = link_setup, .fini = link_teardown)
 {
         const unsigned char *p;
@@ -518,14 +519,19 @@ Test(shm_link, peek_lends_a_whole_record_in_place_until_it_is_consumed, .init = 
         cr_expect_eq(shm_link_readable(&e1), 40, "the lent record still counts");
         cr_expect_null(shm_link_peek(&e1, 4096, &len), "one record lent at a time");
         cr_expect_neq(len, 0);
-        cr_expect(shm_link_consume(&e1), "the second record follows");
+        cr_expect(shm_link_consume(&e1, true), "the second record follows");
         p = shm_link_peek(&e1, 4096, &len);
         cr_assert_not_null(p);
         cr_expect_eq(len, 60);
         cr_expect(check_stream(p, 40, 60));
-        cr_expect_not(shm_link_consume(&e1), "nothing follows");
+        cr_expect_not(shm_link_consume(&e1, true), "nothing follows");
         cr_expect_eq(shm_link_readable(&e1), 0);
-        cr_expect_not(shm_link_consume(&e1), "nothing lent: nothing to give back");
+        cr_expect_not(shm_link_consume(&e1, true), "nothing lent: nothing to give back");
+        cr_assert_eq(write_bytes(&e0, in, 30), 30);
+        cr_assert_eq(write_bytes(&e0, in, 30), 30);
+        cr_assert_not_null(shm_link_peek(&e1, 4096, &len));
+        cr_expect_not(shm_link_consume(&e1, false), "not asked to look: no answer");
+        cr_expect_eq(shm_link_readable(&e1), 30, "the record after it is there all the same");
 }
 
 /* What the ring holds can always be read: a record longer than the
@@ -573,7 +579,7 @@ Test(shm_link, consume_gives_the_room_back_and_rings_a_writer_that_waits, .init 
         cr_expect(shm_link_arm(&e0, true, true), "no room: the writer may sleep");
         cr_assert_not_null(shm_link_peek(&e1, 4096, &len));
         cr_expect_eq(shm_link_writable(&e0), 0, "a lent record's room is held");
-        cr_expect(shm_link_consume(&e1));
+        cr_expect(shm_link_consume(&e1, true));
         cr_expect_gt(shm_link_writable(&e0), 0);
         cr_expect_eq(read(f.doorbell[0], &v, sizeof(v)), (ssize_t)sizeof(v), "the writer was rung");
 }
