@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,6 +88,37 @@ struct PendingMsg {
         union datp_message msg;         /* msg.hdr.length bytes in use */
 };
 
+/* ---- held messages -------------------------------------------------------
+ *
+ * While one client's packets are handled (client_on_io), the messages they
+ * cause for any client are held here and sent at the end, one sendmmsg per
+ * client: what one request makes for a client (a CR_ACCEPT's reply and the
+ * EV_CONN_KEPT after it; a DISCONNECTED and the next EV_CONN_REQUEST) then
+ * costs one system call and wakes it once, not once each.  Each client's
+ * own messages keep their order; nothing waits past the batch that made
+ * it.  A message with descriptors, or one for a client with replies queued
+ * for room, sends what is held first and goes as before. */
+#define HELD_MAX 32
+
+static struct {
+        bool on;                        /* inside client_on_io */
+        Client *requester;              /* whose packet is handled (NULL once freed) */
+        unsigned n;
+        Client *to[HELD_MAX];           /* NULL: its client was freed */
+        union datp_message msg[HELD_MAX];
+} held;
+
+static void held_send_to(Client *c, unsigned first, bool final);
+
+/* A client being freed: what is held for it goes now (a fatal ERROR
+ * before its socket closes), and nothing after. */
+static void held_forget(Client *c)
+{
+        held_send_to(c, 0, true);
+        if (held.requester == c)
+                held.requester = NULL;
+}
+
 static void pending_free(PendingMsg *p)
 {
         if (!p)
@@ -100,6 +132,7 @@ Client *client_free(Client *c)
 {
         if (!c)
                 return NULL;
+        held_forget(c);
         c->dying = true;
         while (c->instances)
                 ia_instance_free(c->instances);
@@ -209,12 +242,87 @@ static int client_queue(Client *c, const struct datp_header *msg, const int *fds
         return 0;
 }
 
+/* What is left of c's messages when the socket took only part: into its
+ * queue, which EPOLLOUT empties.  A client that cannot take them is
+ * dropped later, as for any event it cannot take. */
+static void held_queue_rest(Client *c, union datp_message *const *msgs, unsigned n, int error)
+{
+        for (unsigned i = 0; i < n && error == -EAGAIN; i++) {
+                int r = client_queue(c, &msgs[i]->hdr, NULL, 0);
+
+                if (r < 0)
+                        error = r;
+        }
+        if (error != -EAGAIN)
+                client_drop_later(c, error);
+}
+
+/* Sends c's held messages (from index first on), in order; final: c is
+ * being freed, what its socket does not take is lost with it. */
+static void held_send_to(Client *c, unsigned first, bool final)
+{
+        union datp_message *msgs[HELD_MAX];
+        struct mmsghdr mm[HELD_MAX];
+        struct iovec iov[HELD_MAX];
+        unsigned n = 0, done = 0;
+
+        for (unsigned i = first; i < held.n; i++) {
+                if (held.to[i] != c)
+                        continue;
+                held.to[i] = NULL;
+                msgs[n] = &held.msg[i];
+                iov[n] = (struct iovec){ .iov_base = msgs[n], .iov_len = msgs[n]->hdr.length };
+                mm[n] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[n], .msg_iovlen = 1 } };
+                n++;
+        }
+        if (c->dying || n == 0)
+                return;
+        while (done < n) {
+                int k = sendmmsg(c->fd, mm + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0) {
+                        if (!final)
+                                held_queue_rest(c, msgs + done, n - done, -errno);
+                        return;
+                }
+                done += (unsigned) k;
+        }
+}
+
+/* The other clients' first, each in the order of its first message, then
+ * the requester's own: what a request makes for others (an EV_CONN_REQUEST,
+ * an ESTABLISHED) is what they wait for, and the requester's replies are
+ * usually taken by its progress thread on the side. */
+static void held_flush(void)
+{
+        for (unsigned i = 0; i < held.n; i++)
+                if (held.to[i] && held.to[i] != held.requester)
+                        held_send_to(held.to[i], i, false);
+        if (held.requester)
+                held_send_to(held.requester, 0, false);
+        held.n = 0;
+}
+
 int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds)
 {
         /* A reply to request_id 0 is one nobody waits for
          * (proto/PROTOCOL.md): it is not sent. */
         if ((msg->type & DATP_REPLY) && msg->request_id == 0)
                 return 0;
+        if (held.on) {
+                if (nfds == 0 && c->n_pending == 0 && msg->length <= sizeof(held.msg[0])) {
+                        if (held.n == HELD_MAX)
+                                held_flush();
+                        held.to[held.n] = c;
+                        memcpy(&held.msg[held.n], msg, msg->length);
+                        held.n++;
+                        return 0;
+                }
+                /* Order: what is held for it goes first. */
+                held_flush();
+        }
         /* Behind queued replies a new one must wait, or order would break. */
         if (c->n_pending == 0) {
                 int r = datp_send(c->fd, msg, fds, nfds);
@@ -268,9 +376,8 @@ static void close_batch_fds(unsigned i)
                         close(rx.fds[i][k]);
 }
 
-static int client_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int client_on_io_batch(Client *c, int fd, uint32_t revents)
 {
-        Client *c = userdata;
         int r;
 
         if (revents & EPOLLOUT) {
@@ -312,6 +419,19 @@ static int client_on_io(sd_event_source *s, int fd, uint32_t revents, void *user
                 done += (unsigned) n;
         }
         return 0;
+}
+
+static int client_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+        int r;
+
+        held.on = true;
+        held.requester = userdata;
+        r = client_on_io_batch(userdata, fd, revents);
+        held_flush();
+        held.on = false;
+        held.requester = NULL;
+        return r;
 }
 
 /* Why a new connection must be refused, or NULL. */

@@ -285,6 +285,70 @@ Test(datd_protocol, ia_query_returns_what_ia_open_returned)
         stop();
 }
 
+/* A client that sends many requests before it reads a reply: what its
+ * socket has no room for waits in datd (limits.max_pending_replies) and
+ * comes when it reads, every reply once, in request order. */
+#define LATE_READER_REQUESTS 600
+
+static void send_queries(int fd, uint32_t ia_id, uint32_t *first_id, unsigned n, unsigned *sent)
+{
+        *sent = 0;
+        for (unsigned i = 0; i < n; i++) {
+                struct datp_ia_query q;
+
+                raw_ia_query_init(&q, ia_id);
+                if (i == 0)
+                        *first_id = q.hdr.request_id;
+                if (raw_send(fd, &q, sizeof(q)) < 0)
+                        return;
+                (*sent)++;
+        }
+}
+
+Test(datd_protocol, a_client_that_reads_late_gets_every_reply_in_order)
+{
+        struct datp_ia_open_reply open;
+        uint32_t first = 0;
+        unsigned sent;
+        int fd;
+
+        fd = start_connect(NULL);
+        cr_assert_eq(raw_ia_open(fd, "shm", &open), 0);
+        send_queries(fd, open.ia_id, &first, LATE_READER_REQUESTS, &sent);
+        cr_assert_eq(sent, LATE_READER_REQUESTS);
+        for (unsigned i = 0; i < LATE_READER_REQUESTS; i++) {
+                union datp_message m;
+                ssize_t n = raw_recv(fd, &m, RAW_TIMEOUT_MS);
+
+                cr_assert_eq(n, (ssize_t)sizeof(struct datp_ia_query_reply), "reply %u", i);
+                cr_assert_eq(m.hdr.type, DATP_IA_QUERY | DATP_REPLY);
+                cr_assert_eq(m.hdr.request_id, first + i, "reply %u in request order", i);
+                cr_assert_eq(m.ia_query_reply.status.dat_status, DAT_SUCCESS);
+        }
+        close(fd);
+        stop();
+}
+
+/* One that never reads is dropped once more replies wait than
+ * limits.max_pending_replies allows; datd goes on serving others. */
+Test(datd_protocol, a_client_that_never_reads_is_dropped_past_max_pending_replies)
+{
+        struct datp_ia_open_reply open;
+        uint32_t first = 0;
+        unsigned sent;
+        int fd, other;
+
+        fd = start_connect("{" IAS_SHM_TCP ", \"verbs\": false, \"limits\": {\"max_pending_replies\": 8}}");
+        cr_assert_eq(raw_ia_open(fd, "shm", &open), 0);
+        send_queries(fd, open.ia_id, &first, LATE_READER_REQUESTS, &sent);
+        cr_expect_eq(raw_wait_eof(fd, RAW_TIMEOUT_MS), 0, "datd closed its socket");
+        close(fd);
+        other = connect_hello();
+        cr_expect_eq(raw_ia_open(other, "shm", &open), 0);
+        close(other);
+        stop();
+}
+
 Test(datd_protocol, each_open_is_a_new_instance)
 {
         struct datp_ia_open_reply a, b;
