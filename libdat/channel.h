@@ -64,6 +64,10 @@ struct channel_ops {
          * without end), for room when want_room and the kernel says when
          * there is room. */
         unsigned (*poll_events)(struct channel *ch, bool want_data, bool want_room);
+        /* on: from now on our writes and the end of our stream do not
+         * wake the peer (it learns of them some other way); NULL: they
+         * never need to (TCP: the kernel wakes it). */
+        void (*quiet)(struct channel *ch, bool on);
         /* This end writes no more (the peer reads -EPIPE after the rest).
          * With fin_last and graceful_end (the end of the stream tells the
          * peer nothing: after a BYE the connection ends through datd; the

@@ -125,6 +125,11 @@ static unsigned shm_poll_events(struct channel *ch, bool want_data, bool want_ro
         return EPOLLIN;
 }
 
+static void shm_quiet(struct channel *ch, bool on)
+{
+        shm_link_quiet(&to_shm(ch)->link, on);
+}
+
 static void shm_shutdown(struct channel *ch)
 {
         to_shm(ch)->closed = true;
@@ -175,6 +180,7 @@ static const struct channel_ops shm_ops = {
         .name = "shm",
         .writev = shm_writev,
         .readv = shm_readv,
+        .quiet = shm_quiet,
         .reserve = shm_reserve,
         .commit = shm_commit,
         .peek = shm_peek,

@@ -485,12 +485,22 @@ void dto_tx_bye(struct dto_ep *d)
         struct dto_frame bye = { .op = DTO_OP_BYE, .ack = d->ack_owed };
         struct iovec iov = { &bye, sizeof(bye) };
 
+        /* An orderly end wakes the peer for nothing: the DISCONNECT datd
+         * gets next makes its event for the peer, whose stop reads the
+         * BYE (and a peer that said BYE itself has stopped).  Woken by the
+         * BYE and again by the end of the stream, each side's progress
+         * thread cost a wake-up per connection. */
+        if (d->ch->ops->quiet)
+                d->ch->ops->quiet(d->ch, true);
         /* Best effort: behind a frame half written there is no room for it,
          * and the peer then takes the end of the stream for a failure. */
         if (d->tx_item == DTO_TX_NONE && !d->peer_bye && !d->peer_gone)
                 d->ch->graceful_end = d->ch->ops->writev(d->ch, &iov, 1) == (ssize_t)sizeof(bye);
         else
                 d->ch->graceful_end = d->peer_bye;
+        /* A failure the peer must see at once. */
+        if (!d->ch->graceful_end && d->ch->ops->quiet)
+                d->ch->ops->quiet(d->ch, false);
         d->ch->ops->shutdown(d->ch);
 }
 

@@ -37,7 +37,9 @@
  *             consumes a receive for it, like a SEND.
  *   BYE       the sender ends its side in order (a disconnect): the end of
  *             the stream after it is no failure; without it, it is one
- *             (the peer process died).
+ *             (the peer process died).  On shm neither wakes the peer: it
+ *             reads them when datd's event for the disconnect stops its
+ *             data path.
  * Responses come in the order of the requests they answer; any frame that
  * breaks these rules ends the connection (BROKEN). */
 #ifndef DATD_LIBDAT_DTO_WIRE_H

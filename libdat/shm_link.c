@@ -278,7 +278,7 @@ static void wake_if_armed(struct shm_link *l, uint32_t *flag)
 {
         static const uint64_t one = 1;
 
-        if (_likely_(__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0))
+        if (_likely_(__atomic_load_n(flag, __ATOMIC_SEQ_CST) == 0) || l->quiet)
                 return;
         if (__atomic_exchange_n(flag, 0, __ATOMIC_ACQ_REL) == 0)
                 return;
@@ -755,9 +755,16 @@ void shm_link_close_tx(struct shm_link *l)
         static const uint64_t one = 1;
 
         __atomic_store_n(&l->tx.ctl->closed, 1, __ATOMIC_SEQ_CST);
+        if (l->quiet)
+                return;
         /* Closing is rare: ring whether or not the peer announced a sleep. */
         l->doorbell_writes++;
         ring_doorbell(l, &one);
+}
+
+void shm_link_quiet(struct shm_link *l, bool on)
+{
+        l->quiet = on;
 }
 
 bool shm_link_peer_closed(const struct shm_link *l)

@@ -93,6 +93,7 @@ struct shm_link {
         bool doorbell_sock;             /* datagram sockets (send, recvmmsg); else pipes or
                                          * eventfds (write, read); false after attach */
         uint64_t doorbell_writes;       /* wake-ups we made (for benchmarks/tests) */
+        bool quiet;                     /* shm_link_quiet: the peer is not woken */
 };
 
 /* Bytes a region with two rings of ring_size bytes takes; 0 when
@@ -207,6 +208,11 @@ void shm_link_doorbell_drain(struct shm_link *l);
 /* This end will write no more: the peer's reads return -EPIPE once they
  * have drained what was written.  Wakes the peer. */
 void shm_link_close_tx(struct shm_link *l);
+
+/* on: our writes and shm_link_close_tx wake the peer no more (it learns
+ * of what follows some other way: the end of an orderly connection from
+ * datd's event); off: as before.  A fresh attach is not quiet. */
+void shm_link_quiet(struct shm_link *l, bool on);
 
 /* Whether the peer closed its direction (and everything it wrote was read). */
 bool shm_link_peer_closed(const struct shm_link *l);

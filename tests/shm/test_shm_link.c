@@ -738,6 +738,29 @@ Test(shm_link, writer_rings_once_for_a_reader_that_armed, .init = link_setup, .f
         cr_expect_not(doorbell_rang(f.doorbell[0]), "the writer's own doorbell stays quiet");
 }
 
+/* shm_link_quiet: the writes and the close after it ring nothing, even
+ * for a reader that armed; the reader still finds both; a fresh attach of
+ * the same region is not quiet. */
+Test(shm_link, a_quiet_end_wakes_nobody_and_a_fresh_attach_is_not_quiet, .init = link_setup, .fini = link_teardown)
+{
+        unsigned char out[64];
+
+        cr_assert(shm_link_arm(&e1, true, false), "nothing to read: may sleep");
+        shm_link_quiet(&e0, true);
+        cr_assert_eq(write_bytes(&e0, "bye", 3), 3);
+        shm_link_close_tx(&e0);
+        cr_expect_eq(e0.doorbell_writes, 0);
+        cr_expect_not(doorbell_rang(f.doorbell[1]), "the armed reader was not rung");
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), 3, "what was written is there");
+        cr_expect_eq(read_bytes(&e1, out, sizeof(out)), -EPIPE, "and the end after it");
+        cr_assert_eq(shm_link_reset_fd(f.fd, f.size, f.ring_size), 0);
+        ends(&f, &e0, &e1);
+        cr_assert(shm_link_arm(&e1, true, false));
+        cr_assert_eq(write_bytes(&e0, "a", 1), 1);
+        cr_expect_eq(e0.doorbell_writes, 1, "re-attached: rings again");
+        cr_expect(doorbell_rang(f.doorbell[1]));
+}
+
 Test(shm_link, arm_refuses_to_sleep_when_data_is_there, .init = link_setup, .fini = link_teardown)
 {
         cr_assert_eq(write_bytes(&e0, "a", 1), 1);
