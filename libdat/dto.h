@@ -145,6 +145,7 @@ struct dto_ia {
          * table's lock, as poll_seq (numbers the polls that asked). */
         int app_epfd;
         uint32_t n_fd_polled, poll_seq;
+        uint32_t n_fd_channels;         /* poll_by_fd channels in the table */
         /* The progress thread's waits so far: its own, read by tests (a
          * thread that sleeps makes a few a second, one that spins
          * hundreds of thousands). */

@@ -123,6 +123,7 @@ struct dto_ep {
         uint32_t slot;                  /* ... at this slot */
         unsigned poll_events;           /* what epoll watches its channel for */
         bool off_epoll;                 /* its channel left the epoll for good (dto_ia_quiet) */
+        bool in_epoll;                  /* its channel is in the epoll now (poll_events) */
         /* The progress thread armed the channel without data (its receive
          * side was blocked, dto_rx_blocked): whoever unblocks it must kick
          * the progress thread to watch for data again (dto_work_left). */

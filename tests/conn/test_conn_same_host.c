@@ -562,13 +562,18 @@ Test(same_host, polling_many_tcp_connections_moves_every_one)
         side_open_ia(&ta, "datd-tcp");
         side_open_ia(&tp, "datd-tcp");
         side_psp(&tp, q);
-        for (int i = 0; i < CONNS; i++)
-                connect_pair(&ta, &tp, q, &aep[i], &pep[i]);
-        lmr[0] = side_lmr(&ta, buf, sizeof(buf), &lctx[0]);
-        lmr[1] = side_lmr(&tp, buf, sizeof(buf), &lctx[1]);
         ia = ia_lookup(tp.ia);
         cr_assert_not_null(ia);
-        cr_expect_geq(ia->dto.n_fd_polled, 4u, "the channels are in the polls' epoll");
+        for (int i = 0; i < CONNS; i++) {
+                connect_pair(&ta, &tp, q, &aep[i], &pep[i]);
+                /* Below four, no channel is in it: a socket in an epoll
+                 * costs every packet a callback, asked or not. */
+                if (i == 2)
+                        cr_expect_eq(ia->dto.n_fd_polled, 0u, "three channels in the polls' epoll");
+        }
+        lmr[0] = side_lmr(&ta, buf, sizeof(buf), &lctx[0]);
+        lmr[1] = side_lmr(&tp, buf, sizeof(buf), &lctx[1]);
+        cr_expect_eq(ia->dto.n_fd_polled, (uint32_t)CONNS, "the channels are in the polls' epoll");
         seq_before = ia->dto.poll_seq;
         for (int i = 0; i < CONNS; i++) {
                 DAT_LMR_TRIPLET r = { .lmr_context = lctx[1],
@@ -610,6 +615,9 @@ Test(same_host, polling_many_tcp_connections_moves_every_one)
                 expect_event(tp.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
                 cr_assert_eq(dat_ep_free(aep[i]), DAT_SUCCESS);
                 cr_assert_eq(dat_ep_free(pep[i]), DAT_SUCCESS);
+                if (i == CONNS - 4)
+                        cr_expect_eq(ia->dto.n_fd_polled, 0u,
+                                     "three channels left, still in the polls' epoll");
         }
         cr_expect_eq(ia->dto.n_fd_polled, 0u, "the channels left the polls' epoll");
         cr_assert_eq(dat_lmr_free(lmr[0]), DAT_SUCCESS);
@@ -767,6 +775,75 @@ Test(same_host, the_peer_bye_leaves_the_progress_thread_asleep)
         rounds = progress_rounds_in_300_ms(ia);
         cr_expect_lt(rounds, 50u, "the progress thread made %llu rounds waiting for datd's event",
                      (unsigned long long)rounds);
+        cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
+        cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
+}
+
+/* Whether the epoll epfd of this process watches fd (its fdinfo lists a
+ * "tfd:" line for each descriptor in it). */
+static bool epoll_has(int epfd, int fd)
+{
+        char path[64], line[256];
+        bool found = false;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+        f = fopen(path, "r");
+        cr_assert_not_null(f, "%s", path);
+        while (!found && fgets(line, sizeof(line), f)) {
+                int tfd;
+
+                found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
+        }
+        fclose(f);
+        return found;
+}
+
+/* While the application polls, its channels leave the progress thread's
+ * epoll the next time that thread wakes (one there watched for nothing
+ * still costs a TCP socket a callback per packet); once the application
+ * sleeps in dat_evd_wait, they are watched again. */
+Test(same_host, a_polled_channel_leaves_the_progress_threads_epoll_until_the_application_sleeps)
+{
+        DAT_EP_HANDLE aep, pep;
+        DAT_CONN_QUAL q = fresh_qual();
+        struct ia *ia = ia_lookup(a.ia);
+        struct ep *a_ep;
+        int epfd, fd;
+        bool in = true;
+
+        side_psp(&p, q);
+        connect_pair(&a, &p, q, &aep, &pep);
+        a_ep = ep_lookup(aep);
+        cr_assert(ia && a_ep && a_ep->dto && a_ep->dto->ch);
+        epfd = ia->dto.epfd;
+        fd = a_ep->dto->ch->poll_fd;
+        cr_assert_geq(epfd, 0);
+        for (time_t end = time(NULL) + 5; in && time(NULL) < end;) {
+                DAT_EVENT ev;
+
+                /* Polls for 20 ms between looks; the kick is the
+                 * progress thread's wake-up a message would be. */
+                dto_ia_kick(ia);
+                for (int i = 0; i < 2000; i++) {
+                        (void)dat_evd_dequeue(a.dto_evd, &ev);
+                        if (i % 100 == 0)
+                                dat_nap();
+                }
+                in = epoll_has(epfd, fd);
+        }
+        cr_expect_not(in, "the polled channel is still in the progress thread's epoll");
+        for (time_t end = time(NULL) + 5; !in && time(NULL) < end;) {
+                DAT_EVENT ev;
+                DAT_COUNT nmore;
+
+                (void)dat_evd_wait(a.dto_evd, 50 * 1000, 1, &ev, &nmore);
+                in = epoll_has(epfd, fd);
+        }
+        cr_expect(in, "the channel is not watched again while the application sleeps");
+        cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
         cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
         cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
 }
