@@ -330,12 +330,21 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
         else if (!dat_trylock(&d->lock))
                 return false;
         if (d->state == DTO_RUNNING) {
-                if (peer_exited && !d->peer_bye) {
-                        d->peer_gone = true;
-                        dto_fail(d, "the peer process exited");
-                        moved = true;
-                } else if (peer_exited) {
-                        (void)epoll_ctl(t_epfd(d), EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
+                if (peer_exited) {
+                        /* What the peer wrote before it exited still
+                         * counts: its last messages, and the BYE of an
+                         * orderly end, which wakes nobody -- its exit can
+                         * be heard of first (its doorbell's hang-up and
+                         * its pidfd come in either order). */
+                        if (!d->peer_bye)
+                                dto_progress_locked(d, b);
+                        if (d->state == DTO_RUNNING && !d->peer_bye) {
+                                d->peer_gone = true;
+                                dto_fail(d, "the peer process exited");
+                                moved = true;
+                        } else if (d->state == DTO_RUNNING) {
+                                (void)epoll_ctl(t_epfd(d), EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
+                        }
                 } else {
                         /* Only DTO work counts (the spin heuristic of the
                          * progress thread): the probe's frames (HELLO,

@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,46 @@ Test(DTO_SUITE(teardown), graceful_disconnect_completes_outstanding_requests_fir
         struct dto_config cfg = { .buf_len = 16 * MIB, .no_connect = true };
 
         dto_run(&cfg, graceful_server, graceful_client, NULL);
+}
+
+/* A peer that disconnects in order and exits at once: its BYE (which
+ * wakes nobody, dto_wire.h) is in the channel before its process is gone,
+ * so the survivor's connection ends DISCONNECTED even when it hears of the
+ * exit first (the pidfd on shm, the end of the stream on tcp).  datd is
+ * stopped meanwhile, so that it does: its event comes only after. */
+static void datds_signal(int sig)
+{
+        for (unsigned h = 0; h < 2; h++) {
+                struct datd_instance *d = dto_datd(h);
+
+                if (d && d->pid > 0)
+                        (void)kill(d->pid, sig);
+        }
+}
+
+static void leaving_at_once(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_ep_disconnect(s->ep[0], DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        dto_die(s);
+}
+
+static void staying(struct dto_side *s, void *arg)
+{
+        struct timespec exit_seen = { 0, 300 * 1000 * 1000 };
+
+        (void)arg;
+        datds_signal(SIGSTOP);
+        dto_barrier(s);
+        nanosleep(&exit_seen, NULL);
+        datds_signal(SIGCONT);
+        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_DISCONNECTED);
+}
+
+Test(DTO_SUITE(teardown), a_peer_that_disconnects_in_order_and_exits_at_once_is_disconnected)
+{
+        dto_run(NULL, staying, leaving_at_once, NULL);
 }
 
 /* ---- abrupt disconnect -------------------------------------------------------- */
