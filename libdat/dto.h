@@ -54,7 +54,9 @@
  *   both EPs go Disconnected with DAT_CONNECTION_EVENT_BROKEN, and every
  *   DTO still outstanding on either completes DAT_DTO_ERR_FLUSHED.
  * - Disconnect (either side), dat_ep_reset, peer death: outstanding
- *   requests and receives complete DAT_DTO_ERR_FLUSHED, in order.  A
+ *   requests and receives complete DAT_DTO_ERR_FLUSHED, in order, after
+ *   what the peer wrote before it ended (a peer that disconnected in order
+ *   and exited is DISCONNECTED, however the survivor hears of it first).  A
  *   graceful dat_ep_disconnect waits for the outstanding requests first.
  *   dat_ep_free destroys them without completions.  A receive posted to a
  *   Disconnected EP completes DAT_DTO_ERR_FLUSHED at once.
