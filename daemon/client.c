@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,7 +97,8 @@ struct PendingMsg {
  * own messages keep their order; nothing waits past the batch that made
  * it.  A message with descriptors, or one for a client with replies queued
  * for room, sends what is held first and goes as before. */
-#define HELD_MAX 32
+/* What one client is held, all of it, goes in one datp_send_many. */
+#define HELD_MAX DATP_SEND_MANY_MAX
 
 static struct {
         bool on;                        /* inside client_on_io */
@@ -245,10 +245,10 @@ static int client_queue(Client *c, const struct datp_header *msg, const int *fds
 /* What is left of c's messages when the socket took only part: into its
  * queue, which EPOLLOUT empties.  A client that cannot take them is
  * dropped later, as for any event it cannot take. */
-static void held_queue_rest(Client *c, union datp_message *const *msgs, unsigned n, int error)
+static void held_queue_rest(Client *c, const struct datp_header *const *msgs, unsigned n, int error)
 {
         for (unsigned i = 0; i < n && error == -EAGAIN; i++) {
-                int r = client_queue(c, &msgs[i]->hdr, NULL, 0);
+                int r = client_queue(c, msgs[i], NULL, 0);
 
                 if (r < 0)
                         error = r;
@@ -261,34 +261,22 @@ static void held_queue_rest(Client *c, union datp_message *const *msgs, unsigned
  * being freed, what its socket does not take is lost with it. */
 static void held_send_to(Client *c, unsigned first, bool final)
 {
-        union datp_message *msgs[HELD_MAX];
-        struct mmsghdr mm[HELD_MAX];
-        struct iovec iov[HELD_MAX];
-        unsigned n = 0, done = 0;
+        const struct datp_header *msgs[HELD_MAX];
+        unsigned n = 0, sent;
+        int r;
 
         for (unsigned i = first; i < held.n; i++) {
                 if (held.to[i] != c)
                         continue;
                 held.to[i] = NULL;
-                msgs[n] = &held.msg[i];
-                iov[n] = (struct iovec){ .iov_base = msgs[n], .iov_len = msgs[n]->hdr.length };
-                mm[n] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[n], .msg_iovlen = 1 } };
-                n++;
+                msgs[n++] = &held.msg[i].hdr;
         }
         if (c->dying || n == 0)
                 return;
-        while (done < n) {
-                int k = sendmmsg(c->fd, mm + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0) {
-                        if (!final)
-                                held_queue_rest(c, msgs + done, n - done, -errno);
-                        return;
-                }
-                done += (unsigned) k;
-        }
+        /* The socket is non-blocking: a full one says -EAGAIN. */
+        r = datp_send_many(c->fd, msgs, n, &sent);
+        if (r < 0 && !final)
+                held_queue_rest(c, msgs + sent, n - sent, r);
 }
 
 /* The other clients' first, each in the order of its first message, then

@@ -197,6 +197,8 @@ static uint32_t next_request_id(struct datd_conn *conn)
  * system call; under defer_lock.  Returns request's datp_send_many result
  * (what was held back is best effort: datd hears of it again, or not at
  * all, as it would of a lost message the connection's end makes moot). */
+_Static_assert(DATD_DEFER_MAX + 1 <= DATP_SEND_MANY_MAX, "what is held back and a request go in one batch");
+
 static int flush_deferred_locked(struct datd_conn *conn, const struct datp_header *request)
 {
         const struct datp_header *batch[DATD_DEFER_MAX + 1];
@@ -207,7 +209,7 @@ static int flush_deferred_locked(struct datd_conn *conn, const struct datp_heade
                 batch[n++] = &conn->deferred[i].hdr;
         if (request)
                 batch[n++] = request;
-        r = datp_send_many(conn->fd, batch, n);
+        r = datp_send_many(conn->fd, batch, n, NULL);
         __atomic_store_n(&conn->n_deferred, 0, __ATOMIC_RELAXED);
         return r;
 }

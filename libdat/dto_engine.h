@@ -121,9 +121,8 @@ struct dto_ep {
         bool registered;                /* in the IA's table (dto_ia.c) */
         bool app_watched;               /* in its epoll of application polls (dto_ia.c) */
         uint32_t slot;                  /* ... at this slot */
-        unsigned poll_events;           /* what epoll watches its channel for */
+        unsigned poll_events;           /* what epoll watches its channel for; 0: not in it */
         bool off_epoll;                 /* its channel left the epoll for good (dto_ia_quiet) */
-        bool in_epoll;                  /* its channel is in the epoll now (poll_events) */
         /* The progress thread armed the channel without data (its receive
          * side was blocked, dto_rx_blocked): whoever unblocks it must kick
          * the progress thread to watch for data again (dto_work_left). */

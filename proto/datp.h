@@ -691,9 +691,10 @@ int datp_send(int sock, const struct datp_header *hdr, const int *fds, unsigned 
 /* n messages (at most DATP_SEND_MANY_MAX, else -EINVAL), no descriptors,
  * in order, one packet each, with as few system calls as the kernel takes
  * (sendmmsg).  0, or as datp_send: a length datp_send refuses sends none of
- * them; after a socket error the messages before it went. */
+ * them; after a socket error (-EAGAIN on a full non-blocking socket) the
+ * messages before it went.  *sent (NULL: not wanted): how many went. */
 #define DATP_SEND_MANY_MAX 32
-int datp_send_many(int sock, const struct datp_header *const *hdrs, unsigned n);
+int datp_send_many(int sock, const struct datp_header *const *hdrs, unsigned n, unsigned *sent);
 
 /* Receives one packet into buf.  Returns the packet's real length (which may
  * exceed sizeof(*buf): the caller then rejects it as DATP_E_OVERSIZE), 0 on

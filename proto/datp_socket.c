@@ -18,12 +18,15 @@ union datp_control {
         char buf[CMSG_SPACE(sizeof(int) * DATP_MAX_FDS)];
 };
 
-int datp_send_many(int sock, const struct datp_header *const *hdrs, unsigned n)
+int datp_send_many(int sock, const struct datp_header *const *hdrs, unsigned n, unsigned *sent)
 {
         struct mmsghdr mm[DATP_SEND_MANY_MAX];
         struct iovec iov[DATP_SEND_MANY_MAX];
-        unsigned done = 0;
+        unsigned done = 0, ignored;
 
+        if (!sent)
+                sent = &ignored;
+        *sent = 0;
         if (n > DATP_SEND_MANY_MAX)
                 return -EINVAL;
         for (unsigned i = 0; i < n; i++) {
@@ -46,6 +49,7 @@ int datp_send_many(int sock, const struct datp_header *const *hdrs, unsigned n)
                         if (mm[done + (unsigned)i].msg_len != hdrs[done + (unsigned)i]->length)
                                 return -EIO;
                 done += (unsigned)k;
+                *sent = done;
         }
         return 0;
 }

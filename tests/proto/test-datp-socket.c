@@ -143,14 +143,17 @@ Test(datp_socket, send_many_sends_each_message_as_its_own_packet_in_order)
                 datp_sample_build_type(types[i], &out[i]);
                 hdrs[i] = &out[i].hdr;
         }
-        cr_assert_eq(datp_send_many(sv[0], hdrs, 3), 0);
+        unsigned sent = 99;
+
+        cr_assert_eq(datp_send_many(sv[0], hdrs, 3, &sent), 0);
+        cr_expect_eq(sent, 3);
         for (unsigned i = 0; i < 3; i++) {
                 ssize_t n = datp_recv(sv[1], &in, NULL, 0, &nfds);
 
                 cr_assert_eq(n, (ssize_t)out[i].hdr.length, "packet %u", i);
                 cr_expect_arr_eq(&in, &out[i], (size_t)n);
         }
-        cr_expect_eq(datp_send_many(sv[0], hdrs, 0), 0, "nothing to send");
+        cr_expect_eq(datp_send_many(sv[0], hdrs, 0, NULL), 0, "nothing to send");
 }
 
 /* A message datp_send would refuse makes the batch send nothing at all; a
@@ -166,14 +169,45 @@ Test(datp_socket, send_many_refuses_a_bad_message_before_sending_any)
         b.hdr.length = DATP_MAX_MESSAGE + 1;
         hdrs[0] = &a.hdr;
         hdrs[1] = &b.hdr;
-        cr_expect_eq(datp_send_many(sv[0], hdrs, 2), -EMSGSIZE);
+        unsigned sent = 99;
+
+        cr_expect_eq(datp_send_many(sv[0], hdrs, 2, &sent), -EMSGSIZE);
+        cr_expect_eq(sent, 0);
         b.hdr.length = sizeof(b.hdr) - 1;
-        cr_expect_eq(datp_send_many(sv[0], hdrs, 2), -EINVAL);
+        cr_expect_eq(datp_send_many(sv[0], hdrs, 2, NULL), -EINVAL);
         for (unsigned i = 0; i <= DATP_SEND_MANY_MAX; i++)
                 hdrs[i] = &a.hdr;
-        cr_expect_eq(datp_send_many(sv[0], hdrs, DATP_SEND_MANY_MAX + 1), -EINVAL);
+        cr_expect_eq(datp_send_many(sv[0], hdrs, DATP_SEND_MANY_MAX + 1, NULL), -EINVAL);
         cr_expect_eq(recv(sv[1], &byte, 1, MSG_DONTWAIT), -1, "nothing went");
         cr_expect_eq(errno, EAGAIN);
+}
+
+/* On a non-blocking socket that fills in the middle of a batch: -EAGAIN,
+ * and *sent says how many went (what datd queues the rest after). */
+Test(datp_socket, send_many_on_a_socket_that_fills_says_how_many_went)
+{
+        union datp_message m;
+        const struct datp_header *hdrs[DATP_SEND_MANY_MAX];
+        unsigned sent = 0, total = 0, got = 0;
+        int r = 0;
+
+        datp_sample_build_type(DATP_IA_OPEN | DATP_REPLY, &m);
+        for (unsigned i = 0; i < DATP_SEND_MANY_MAX; i++)
+                hdrs[i] = &m.hdr;
+        cr_assert_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+        /* Bounded: the socket buffer fills long before this many packets. */
+        for (int i = 0; i < 10000 && r == 0; i++) {
+                r = datp_send_many(sv[0], hdrs, DATP_SEND_MANY_MAX, &sent);
+                total += sent;
+                if (r == 0)
+                        cr_assert_eq(sent, DATP_SEND_MANY_MAX);
+        }
+        cr_expect_eq(r, -EAGAIN);
+        cr_expect_lt(sent, DATP_SEND_MANY_MAX);
+        cr_assert_eq(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+        while (recv(sv[1], &m, sizeof(m), 0) > 0)
+                got++;
+        cr_expect_eq(got, total, "every packet said to have gone is there, and no other");
 }
 
 Test(datp_socket, send_many_to_a_closed_peer_is_epipe)
@@ -184,7 +218,7 @@ Test(datp_socket, send_many_to_a_closed_peer_is_epipe)
         datp_sample_build_type(DATP_IA_CLOSE, &a);
         close(sv[1]);
         sv[1] = -1;
-        cr_expect_eq(datp_send_many(sv[0], hdrs, 1), -EPIPE);
+        cr_expect_eq(datp_send_many(sv[0], hdrs, 1, NULL), -EPIPE);
 }
 
 Test(datp_socket, send_refuses_more_than_max_fds)
