@@ -181,6 +181,10 @@ struct dto_ep {
         uint32_t ack_owed;              /* the peer's last request placed (cumulative ack) */
         uint32_t ack_sent;              /* ... as the last frame we started carried it */
         uint32_t peer_ack;              /* the peer's cumulative ack of our requests */
+        /* The last frame taken was a lone acknowledgement: the peer had no
+         * request to carry it, so it waits rather than answers, and what
+         * we owe it goes out now (dto_progress_locked). */
+        bool peer_idle;
 
         /* The frame being written: its header and segments as encoded when
          * it started, its payload segments, how far it got. */

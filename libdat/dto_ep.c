@@ -392,6 +392,7 @@ bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
         if (d->state != DTO_RUNNING)
                 return false;
         bool rx_moved = false;
+        uint32_t owed_before = d->ack_owed;
 
         moved |= dto_tx_flush(d);
         if (d->state == DTO_RUNNING)
@@ -399,10 +400,15 @@ bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
         if (d->state == DTO_RUNNING && d->rnr_deadline_ns)
                 rx_moved |= dto_rx_retry_stalled(d, b);
         /* Acknowledge on our own only when nothing else will carry it soon:
-         * a step that took frames is usually followed by the application's
-         * answer, which carries it for free. */
+         * a step that placed the peer's requests is usually followed by
+         * the application's answer, which carries it for free.  Not so
+         * after a step that placed none (it took responses only: an
+         * application whose own request completed there may go away, and
+         * what it owed from an earlier step would wait for its progress
+         * thread, a millisecond or more), nor after the peer's lone
+         * acknowledgement (it has nothing to send: it waits). */
         if (d->state == DTO_RUNNING)
-                dto_tx_ack(d, !rx_moved);
+                dto_tx_ack(d, d->ack_owed == owed_before || d->peer_idle);
         if (d->state == DTO_RUNNING)
                 moved |= dto_tx_flush(d);
         /* A request that waited for Read data to go out may go on now
@@ -510,6 +516,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->next_seq = 1;
                 d->peer_seq = 0;
                 d->ack_owed = d->ack_sent = d->peer_ack = 0;
+                d->peer_idle = false;
                 d->tx_next = d->resp_next = d->tail;
                 d->tx_item = DTO_TX_NONE;
                 d->rx_state = DTO_RX_HEADER;

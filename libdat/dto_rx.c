@@ -222,6 +222,7 @@ static void send_placed(struct dto_ep *d, struct dto_batch *b)
         d->bytes_received += d->rx.len;
         recv_done(d, DAT_DTO_SUCCESS, b);
         d->ack_owed = d->rx.seq;
+        d->peer_idle = false;
 }
 
 static size_t stash_take(struct dto_ep *d, void *dst, size_t max);
@@ -329,6 +330,7 @@ static void write_done(struct dto_ep *d, struct dto_batch *b)
                 d->rx_recv_taken = false;
         }
         d->ack_owed = d->rx.seq;
+        d->peer_idle = false;
 }
 
 static enum action on_write(struct dto_ep *d, struct dto_batch *b)
@@ -436,10 +438,12 @@ static enum action on_response(struct dto_ep *d, struct dto_batch *b)
 
         /* A success ACK only carries the cumulative acknowledgement, which
          * every frame's header brought already. */
-        if (!read && status == DAT_DTO_SUCCESS)
+        if (!read && status == DAT_DTO_SUCCESS) {
+                d->peer_idle = true;
                 return d->rx.seq == 0 && d->rx.len == 0
                                ? ACT_NEXT
                                : protocol_error(d, "an acknowledgement with a payload");
+        }
         r = awaited(d, &slot);
 
         if (!r || r->seq != d->rx.seq || dto_req_reads(r) != read ||

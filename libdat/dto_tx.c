@@ -517,11 +517,12 @@ void dto_tx_ack(struct dto_ep *d, bool force)
                 return;
         if (!force && behind < ACK_BACKLOG_MAX)
                 return;
-        /* Already on its way: a frame not started yet takes the latest. */
-        for (uint32_t i = 0; i < d->resp_count; i++)
-                if (d->resp[(d->resp_head + i) % d->resp_cap].frame.op == DTO_OP_ACK &&
-                    d->resp[(d->resp_head + i) % d->resp_cap].frame.status == DAT_DTO_SUCCESS)
-                        return;
+        /* Already on its way: a response not started yet (an RDMA Read's
+         * data, another acknowledgement) carries the latest when it
+         * starts, as every frame does (the one going out now carries what
+         * was owed when it started). */
+        if (d->resp_count > (d->tx_item == DTO_TX_RESP ? 1u : 0u))
+                return;
         if (!dto_tx_respond(d, &f, NULL, false))
                 dto_fail(d, "the peer does not read its responses");
 }

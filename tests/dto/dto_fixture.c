@@ -5,6 +5,7 @@
 #include "tests/dto/dto_fixture.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -442,6 +444,82 @@ double dto_wall_seconds(void)
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The state letter of /proc/<pid>/task/<tid>/stat ('S': asleep in the
+ * kernel), or 0 when the thread is gone. */
+static char thread_state(pid_t pid, pid_t tid)
+{
+        char path[64], line[512];
+        const char *close_paren;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+        f = fopen(path, "r");
+        if (!f)
+                return 0;
+        close_paren = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+        fclose(f);
+        return close_paren && close_paren[1] == ' ' ? close_paren[2] : 0;
+}
+
+/* The threads of pid but pid itself; asserts there is at least one. */
+static unsigned helper_threads(pid_t pid, pid_t *tids, unsigned max)
+{
+        char path[64];
+        struct dirent *e;
+        unsigned n = 0;
+        DIR *dir;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        dir = opendir(path);
+        DTO_ASSERTF(dir, "%s: %s", path, strerror(errno));
+        while ((e = readdir(dir)) && n < max) {
+                pid_t tid = (pid_t)strtol(e->d_name, NULL, 10);
+
+                if (tid > 0 && tid != pid)
+                        tids[n++] = tid;
+        }
+        closedir(dir);
+        DTO_ASSERTF(n > 0, "process %d has no thread but its main one", (int)pid);
+        return n;
+}
+
+void dto_freeze_helpers(pid_t pid, struct dto_frozen *f)
+{
+        long long deadline = now_ms() + DTO_WAIT_US / 1000;
+        bool asleep;
+
+        /* A thread stopped between two instructions could hold a lock the
+         * main thread needs: wait until all sleep in the kernel (no one
+         * wakes them meanwhile: the process is idle). */
+        do {
+                DTO_ASSERTF(now_ms() < deadline, "the threads of %d never all slept", (int)pid);
+                f->n = helper_threads(pid, f->tids, DTO_FROZEN_MAX);
+                asleep = true;
+                for (unsigned i = 0; i < f->n && asleep; i++)
+                        asleep = thread_state(pid, f->tids[i]) == 'S';
+                if (!asleep)
+                        nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+        } while (!asleep);
+        for (unsigned i = 0; i < f->n; i++) {
+                int st;
+
+                DTO_ASSERTF(ptrace(PTRACE_SEIZE, f->tids[i], NULL, NULL) == 0,
+                            "PTRACE_SEIZE %d: %s", (int)f->tids[i], strerror(errno));
+                DTO_ASSERTF(ptrace(PTRACE_INTERRUPT, f->tids[i], NULL, NULL) == 0,
+                            "PTRACE_INTERRUPT %d: %s", (int)f->tids[i], strerror(errno));
+                DTO_ASSERTF(waitpid(f->tids[i], &st, __WALL) == f->tids[i] && WIFSTOPPED(st),
+                            "thread %d did not stop", (int)f->tids[i]);
+        }
+}
+
+void dto_thaw(struct dto_frozen *f)
+{
+        /* An interrupted system call restarts (epoll_wait, read). */
+        for (unsigned i = 0; i < f->n; i++)
+                (void)ptrace(PTRACE_DETACH, f->tids[i], NULL, NULL);
+        f->n = 0;
 }
 
 void dto_expect_empty(DAT_EVD_HANDLE evd)

@@ -302,6 +302,19 @@ void dto_expect_no_event(DAT_EVD_HANDLE evd, DAT_TIMEOUT usec);
  * the first moved little while the second moved. */
 double dto_cpu_seconds(void);
 double dto_wall_seconds(void);
+/* Every thread of another process but its main thread (its libdat's
+ * progress thread above all), stopped under ptrace: that process's data
+ * paths then move only when its application calls libdat.  Frozen only
+ * while each of them sleeps in a system call (holding none of libdat's
+ * locks), which an idle process's threads do within DTO_WAIT_US. */
+#define DTO_FROZEN_MAX 16
+struct dto_frozen {
+        pid_t tids[DTO_FROZEN_MAX];
+        unsigned n;
+};
+void dto_freeze_helpers(pid_t pid, struct dto_frozen *f);
+void dto_thaw(struct dto_frozen *f);
+
 /* Asserts nothing is queued now (dat_evd_dequeue -> DAT_QUEUE_EMPTY). */
 void dto_expect_empty(DAT_EVD_HANDLE evd);
 

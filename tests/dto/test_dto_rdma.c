@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/dto/dto_fixture.h"
 
@@ -171,6 +172,85 @@ static void crossing_writes(struct dto_side *s, void *arg)
 Test(DTO_SUITE(rdma), writes_crossing_complete_while_both_ends_only_poll)
 {
         dto_run(NULL, crossing_writes, crossing_writes, NULL);
+}
+
+/* ---- an acknowledgement owed --------------------------------------------------- */
+
+#define OWED_OFF 8192
+
+/* The end that owes: its progress thread frozen by the peer, it posts its
+ * Write while the peer's sits unread in its channel, and then, with the
+ * peer's lone acknowledgement of its Write behind the peer's Write, polls
+ * until its own Write completes and goes away (a pipe read) -- its
+ * progress thread still frozen: only what those polls sent reaches the
+ * peer. */
+static void owes_then_leaves(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 64);
+        DAT_RMR_TRIPLET remote = dto_riov(&s->peer, OWED_OFF, 64);
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dto_get_u64(s), 1); /* frozen; the peer's Write is in our channel */
+        dto_fill(s->mem.buf, 64, 41);
+        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(2), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_put_u64(s, 2);
+        DTO_ASSERT_EQ(dto_get_u64(s), 3); /* its acknowledgement of ours follows its Write */
+        ev = dto_poll_event(s->request_evd);
+        dto_check_dto(&ev, s->ep[0], 2, DAT_DTO_SUCCESS, 64, DAT_DTO_RDMA_WRITE);
+        dto_put_u64(s, 4);
+        dto_barrier(s);
+}
+
+static void is_owed(struct dto_side *s, void *arg)
+{
+        pid_t peer = (pid_t)dto_get_u64(s);
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 64);
+        DAT_RMR_TRIPLET remote = dto_riov(&s->peer, OWED_OFF, 64);
+        double deadline = dto_wall_seconds() + DTO_WAIT_US / 1e6;
+        struct dto_frozen frozen;
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_freeze_helpers(peer, &frozen);
+        dto_fill(s->mem.buf, 64, 42);
+        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(1), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_put_u64(s, 1);
+        DTO_ASSERT_EQ(dto_get_u64(s), 2);
+        /* The peer's Write lands here (our Write went before it took
+         * ours: it carries no acknowledgement); the poll after the one
+         * that placed it acknowledges it on its own, behind our Write.
+         * Ours cannot complete meanwhile: the peer takes nothing. */
+        while (!dto_matches(s->mem.buf + OWED_OFF, 64, 41)) {
+                DTO_ASSERTF(dto_wall_seconds() < deadline, "the peer's Write never landed");
+                dto_expect_empty(s->request_evd);
+        }
+        for (unsigned i = 0; i < 100; i++)
+                dto_expect_empty(s->request_evd);
+        dto_put_u64(s, 3);
+        DTO_ASSERT_EQ(dto_get_u64(s), 4);
+        /* The peer polled until its Write completed, and went: what it
+         * owes us for ours went out in those polls, or never does. */
+        ev = dto_wait_event(s->request_evd);
+        dto_thaw(&frozen);
+        dto_check_dto(&ev, s->ep[0], 1, DAT_DTO_SUCCESS, 64, DAT_DTO_RDMA_WRITE);
+        dto_barrier(s);
+}
+
+/* An end whose polls took the peer's request and then, in a later step or
+ * the same, only the peer's lone acknowledgement (the peer has nothing to
+ * carry one: it waits) acknowledges at once: its application may leave
+ * as soon as its own request completes, and the peer's request would
+ * otherwise wait for its progress thread (here frozen: for ever; in life
+ * a millisecond or more). */
+Test(DTO_SUITE(rdma), an_end_that_leaves_after_its_completion_has_acknowledged_the_peer)
+{
+        dto_run(NULL, is_owed, owes_then_leaves, NULL);
 }
 
 /* dat_ep_post_rdma_read(3DAT): "transfer of all the data specified by the
