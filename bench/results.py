@@ -422,8 +422,11 @@ def targets(results, scale):
     # floor alike (the placement of its two vCPUs): the medians can
     # compare a stack's slow mode with another's fast one, the best
     # repetitions compare each in its fast mode.
+    # The floor is the fastest a cache line goes back and forth on this
+    # machine: its best repetition in both, as a repetition in the slow
+    # mode is no floor (a median floor of 0.24 us once made 0.29 "met").
+    floor8 = lookup(results, "same", "lat_send", "poll", SHM_FLOOR, 8, "best")
     for key, how in (("median", ""), ("best", ", each stack's best repetition")):
-        floor8 = lookup(results, "same", "lat_send", "poll", SHM_FLOOR, 8, key)
         for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
             d = lookup(results, "same", measure, "poll", "datd", 8, key)
             add("shm: 8 B %s half round trip (polling%s) within 2\u00d7 the cache-line floor" % (name, how),
@@ -443,11 +446,15 @@ def targets(results, scale):
     add("shm: 1 MiB RDMA write \u2265 90% of process_vm_writev",
         lookup(results, "same", "bw_write", "poll", "datd", 1048576), 0.9 * vmw if vmw else None, "gbps", False,
         "\u2265 %s")
-    for size in (8, 64, 1024, 4096):
-        tcp = lookup(results, "cross", "lat_send", "poll", TCP_LAT, size)
-        add("tcp: %s send/recv (polling) within 10%% of raw TCP ping-pong" % size_label(size, "lat_send"),
-            lookup(results, "cross", "lat_send", "poll", "datd", size), 1.1 * tcp if tcp else None, "us", True,
-            "\u2264 %s")
+    # The veth path has the same two modes (raw TCP at 3.9 or 6.1 us a few
+    # seconds apart): the best repetitions compare each in its fast mode.
+    for key, how in (("median", ""), ("best", ", each stack's best repetition")):
+        for size in (8, 64, 1024, 4096):
+            tcp = lookup(results, "cross", "lat_send", "poll", TCP_LAT, size, key)
+            add("tcp: %s send/recv (polling%s) within 10%% of raw TCP ping-pong" % (
+                size_label(size, "lat_send"), how),
+                lookup(results, "cross", "lat_send", "poll", "datd", size, key), 1.1 * tcp if tcp else None,
+                "us", True, "\u2264 %s")
     for measure, name, stack in (("bw_send", "send", TCP_LAT),
                                  ("bw_write", "RDMA write", TCP_LAT + " streaming (the floor)"),
                                  ("bw_read", "RDMA read", TCP_LAT + " streaming (the floor)")):
@@ -530,7 +537,9 @@ def write_markdown(out, work, meta, notes, results, runs, scale):
     if notes:
         md += ["## Notes from the run", ""] + ["- %s" % n for n in notes] + [""]
     md += ["## The targets (issue 7)", "",
-           "Judged from this run's medians. The bar is computed from the peer measured in the same run.", "",
+           "Judged from this run's medians, and for latency also from each stack's best repetition (this "
+           "machine moves between a fast and a slow mode, see bench/README.md). The bar is computed from the "
+           "peer measured in the same run; the cache-line floor is its best repetition.", "",
            "| target | datd | bar | verdict | by how much |", "|---|--:|--:|---|---|"]
     md += ["| %s |" % " | ".join(r) for r in targets(results, scale)] + [""]
     md += ["## datd's scale", "",
