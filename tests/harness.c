@@ -66,6 +66,32 @@ char *source_path(const char *relative)
         return tree_path("DATD_TEST_SRCDIR", relative);
 }
 
+char proc_stat_state(const char *stat_path)
+{
+        _cleanup_close_ int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+        char buf[512];
+        const char *paren;
+        ssize_t n;
+
+        if (fd < 0)
+                return 0;
+        n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0) {
+                if (n == 0)
+                        errno = EIO;
+                return 0;
+        }
+        buf[n] = '\0';
+        /* The command name, in parentheses, may hold anything: the state
+         * follows the last ')'. */
+        paren = strrchr(buf, ')');
+        if (!paren || paren[1] != ' ' || paren[2] == '\0') {
+                errno = EPROTO;
+                return 0;
+        }
+        return paren[2];
+}
+
 char *read_file_str(const char *path)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);

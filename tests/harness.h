@@ -55,4 +55,9 @@ char *source_path(const char *relative);
 /* Reads a whole file into a malloc'd string, or NULL. */
 char *read_file_str(const char *path);
 
+/* The state letter of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat
+ * file ('S' asleep in the kernel, 'Z' a zombie, ...), or 0 with errno set
+ * when it cannot be read (ENOENT: no such process or thread). */
+char proc_stat_state(const char *stat_path);
+
 #endif

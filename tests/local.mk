@@ -19,6 +19,7 @@ if HAVE_CRITERION
 check_LTLIBRARIES += tests/libnetns.la
 tests_libnetns_la_SOURCES = tests/netns.c tests/netns.h
 tests_libnetns_la_CFLAGS = $(AM_CFLAGS) -fvisibility=default
+tests_libnetns_la_LIBADD = tests/libharness.la
 endif
 include tests/netns/local.mk
 include tests/conn/local.mk

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "tests/harness.h"
 
 #define NETNS_DIR "/run/netns"
 #define IP_TIMEOUT_MS 5000
@@ -185,23 +186,15 @@ static int ns_delete(const char *name)
 /* Dead, or a zombie nobody reaped yet: either way it will not clean up. */
 static bool process_gone(pid_t pid)
 {
-        char path[64], buf[512];
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
-        char *paren;
+        char path[64], state;
 
         if (kill(pid, 0) < 0 && errno == ESRCH)
                 return true;
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        state = proc_stat_state(path);
+        if (!state)
                 return errno == ENOENT;
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        paren = strrchr(buf, ')');
-        return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+        return state == 'Z' || state == 'X';
 }
 
 /* Parses "datd-t<pid>-<seq>-<rest>"; false for any other name, which is

@@ -446,23 +446,6 @@ double dto_wall_seconds(void)
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The state letter of /proc/<pid>/task/<tid>/stat ('S': asleep in the
- * kernel), or 0 when the thread is gone. */
-static char thread_state(pid_t pid, pid_t tid)
-{
-        char path[64], line[512];
-        const char *close_paren;
-        FILE *f;
-
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-        f = fopen(path, "r");
-        if (!f)
-                return 0;
-        close_paren = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
-        fclose(f);
-        return close_paren && close_paren[1] == ' ' ? close_paren[2] : 0;
-}
-
 /* The threads of pid but pid itself; asserts there is at least one. */
 static unsigned helper_threads(pid_t pid, pid_t *tids, unsigned max)
 {
@@ -497,8 +480,13 @@ void dto_freeze_helpers(pid_t pid, struct dto_frozen *f)
                 DTO_ASSERTF(now_ms() < deadline, "the threads of %d never all slept", (int)pid);
                 f->n = helper_threads(pid, f->tids, DTO_FROZEN_MAX);
                 asleep = true;
-                for (unsigned i = 0; i < f->n && asleep; i++)
-                        asleep = thread_state(pid, f->tids[i]) == 'S';
+                for (unsigned i = 0; i < f->n && asleep; i++) {
+                        char path[64];
+
+                        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid,
+                                 (int)f->tids[i]);
+                        asleep = proc_stat_state(path) == 'S';
+                }
                 if (!asleep)
                         nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
         } while (!asleep);
