@@ -156,25 +156,31 @@ struct dto_ep {
         uint64_t probe_value;           /* what our HELLO's address holds */
         uint32_t cma_ok_value;
 
-        /* Request queue: ring of req_cap entries; [head, tail) posted and
-         * not delivered; tx_next the next to write; resp_next the oldest
-         * waiting for its response.  req_iov holds req_iov_max local
-         * segments per entry. */
+        /* Request queue: at most req_cap entries (the EP's
+         * max_request_dtos) in a ring of req_mask + 1, a power of two, so
+         * that the free-running counters map to slots by a mask: a
+         * division on every use cost the data path more than the rest of
+         * the arithmetic, and a ring size that does not divide 2^32 would
+         * map the counters' wrap onto the wrong slots.  [head, tail)
+         * posted and not delivered; tx_next the next to write; resp_next
+         * the oldest waiting for its response.  req_iov holds req_iov_max
+         * local segments per entry (dto_req_slot). */
         struct dto_req *req;
         DAT_LMR_TRIPLET *req_iov;
-        uint32_t req_cap, req_iov_max;
+        uint32_t req_cap, req_mask, req_iov_max;
         uint32_t head, tail, tx_next, resp_next;
         uint32_t next_seq;              /* our requests' numbers */
         uint32_t reads_in_flight;       /* READs started, not done (BARRIER_FENCE) */
 
-        /* Receive queue (no SRQ): ring of recv_cap; rq_iov holds
+        /* Receive queue (no SRQ): at most recv_cap (max_recv_dtos) in a
+         * ring of recv_mask + 1, a power of two; rq_iov holds
          * recv_iov_max triplets per entry. */
         struct dto_recv *rq;
         DAT_LMR_TRIPLET *rq_iov;
-        uint32_t recv_cap, recv_iov_max;
+        uint32_t recv_cap, recv_mask, recv_iov_max;
         uint32_t rq_head, rq_count;
 
-        /* Responses owed: ring of resp_cap. */
+        /* Responses owed: ring of resp_cap, a power of two. */
         struct dto_resp *resp;
         uint32_t resp_cap, resp_head, resp_count;
         uint32_t peer_seq;              /* the last request of the peer's we took */
@@ -270,6 +276,18 @@ void dto_complete_recv(struct dto_ep *d, const struct dto_recv *r, bool srq,
 void dto_complete_recv_immed(struct dto_ep *d, const struct dto_recv *r, bool srq,
                              DAT_DTO_COMPLETION_STATUS status, uint64_t length, bool notify,
                              uint32_t immed, struct dto_batch *b);
+
+/* The request queue's slot of a counter (head, tail, tx_next, ...), and
+ * its entry. */
+static inline uint32_t dto_req_slot(const struct dto_ep *d, uint32_t counter)
+{
+        return counter & d->req_mask;
+}
+
+static inline struct dto_req *dto_req_at(const struct dto_ep *d, uint32_t counter)
+{
+        return &d->req[counter & d->req_mask];
+}
 
 /* Whether a request is answered by a READ_RESP (RDMA Read, atomics). */
 static inline bool dto_req_reads(const struct dto_req *r)

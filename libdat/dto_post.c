@@ -35,6 +35,17 @@ static bool ep_connected(DAT_EP_STATE s)
                s == DAT_EP_STATE_CONNECTED_MULTI_PATH;
 }
 
+/* A post's segments into its queue entry: one, the usual case, by
+ * assignment (a memcpy of a size known only at run time compiles to a rep
+ * movs, slow to start, on every message's path). */
+static inline void copy_triplets(DAT_LMR_TRIPLET *to, const DAT_LMR_TRIPLET *from, DAT_COUNT n)
+{
+        if (n == 1)
+                to[0] = from[0];
+        else if (n > 1)
+                memcpy(to, from, (size_t)n * sizeof(*from));
+}
+
 /* What the request's local segments may do (the man pages' return codes):
  * an lmr_context no LMR of the IA has, or one lacking the privilege:
  * DAT_PRIVILEGES_VIOLATION; an LMR of another PZ: DAT_PROTECTION_VIOLATION;
@@ -146,22 +157,23 @@ static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, u
 
         if (d->tail - d->head >= d->req_cap || (uint32_t)a->n > d->req_iov_max)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
-        slot = d->tail % d->req_cap;
+        slot = dto_req_slot(d, d->tail);
         r = &d->req[slot];
-        *r = (struct dto_req){
-                .cookie = a->cookie,
-                .flags = a->flags,
-                .kind = a->kind,
-                .length = total,
-                .nseg = (uint32_t)a->n,
-        };
-        if (a->n)
-                memcpy(&d->req_iov[(size_t)slot * d->req_iov_max], a->iov,
-                       (size_t)a->n * sizeof(*a->iov));
-        if (a->remote) {
-                r->rmr_context = a->remote->rmr_context;
-                r->remote_addr = a->remote->virtual_address;
-        }
+        /* Field by field: a compound literal zeroes the whole entry first,
+         * with a rep stos slow to start, on every message's path. */
+        r->cookie = a->cookie;
+        r->flags = a->flags;
+        r->kind = a->kind;
+        r->done = r->local = r->sent = r->cma = false;
+        r->status = DAT_DTO_SUCCESS;
+        r->seq = 0;
+        r->nseg = (uint32_t)a->n;
+        r->length = total;
+        r->rmr_context = a->remote ? a->remote->rmr_context : 0;
+        r->remote_addr = a->remote ? a->remote->virtual_address : 0;
+        r->rmr = DAT_HANDLE_NULL;
+        r->bind_context = 0;
+        copy_triplets(&d->req_iov[(size_t)slot * d->req_iov_max], a->iov, a->n);
         r->ext = a->ext;
         r->immed = a->immed;
         r->operand[0] = a->operand[0];
@@ -354,13 +366,12 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                 dat_unlock(&d->lock);
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
         }
-        r = &d->rq[(d->rq_head + d->rq_count) % d->recv_cap];
+        r = &d->rq[(d->rq_head + d->rq_count) & d->recv_mask];
         r->cookie = user_cookie;
         r->flags = completion_flags;
         r->nseg = (uint32_t)num_segments;
-        r->iov = &d->rq_iov[(size_t)((d->rq_head + d->rq_count) % d->recv_cap) * d->recv_iov_max];
-        if (num_segments)
-                memcpy(r->iov, local_iov, (size_t)num_segments * sizeof(*local_iov));
+        r->iov = &d->rq_iov[(size_t)((d->rq_head + d->rq_count) & d->recv_mask) * d->recv_iov_max];
+        copy_triplets(r->iov, local_iov, num_segments);
         __atomic_add_fetch(&ep->recv_outstanding, 1, __ATOMIC_RELAXED);
         if (d->state == DTO_DEAD) {
                 /* The connection is gone: like a QP in the error state, the
@@ -423,7 +434,7 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
                 dat_unlock(&d->lock);
                 return ret;
         }
-        r = &d->req[d->tail % d->req_cap];
+        r = dto_req_at(d, d->tail);
         *r = (struct dto_req){
                 .cookie = cookie,
                 .flags = flags,

@@ -115,7 +115,7 @@ static bool take_recv(struct dto_ep *d)
                 if (d->rq_count == 0)
                         return false;
                 d->rx_recv = d->rq[d->rq_head];
-                d->rq_head = (d->rq_head + 1) % d->recv_cap;
+                d->rq_head = (d->rq_head + 1) & d->recv_mask;
                 d->rq_count--;
                 d->rx_recv_srq = false;
         } else {
@@ -387,10 +387,10 @@ static enum action on_read_req(struct dto_ep *d)
 static struct dto_req *awaited(struct dto_ep *d, uint32_t *slot)
 {
         while (d->resp_next != d->tx_next) {
-                struct dto_req *r = &d->req[d->resp_next % d->req_cap];
+                struct dto_req *r = dto_req_at(d, d->resp_next);
 
                 if (!r->local && !r->done) {
-                        *slot = d->resp_next % d->req_cap;
+                        *slot = dto_req_slot(d, d->resp_next);
                         return r;
                 }
                 d->resp_next++;
@@ -866,6 +866,40 @@ static bool read_payload(struct dto_ep *d, bool *moved)
         return true;
 }
 
+/* The frame most messages are, its header just taken and checked (with
+ * its acknowledgement): a Send of the peer's whose inline payload came
+ * whole with the header (one shm record, or one read of the socket), for
+ * the EP's next receive, of one segment that holds it.  Placed here in one
+ * go, as on_header and on_send would place it, without the parser's
+ * states and its piecewise takes of the stash: every small message's
+ * latency.  False, with nothing changed, for anything else or anything
+ * the checks refuse: the parser then takes the frame (and stalls, or
+ * completes in error) as ever. */
+static bool small_send(struct dto_ep *d, struct dto_batch *b)
+{
+        const DAT_LMR_TRIPLET *t;
+        struct lmr *lmr;
+
+        if (d->rx.op != DTO_OP_SEND || (d->rx.flags & ~DTO_F_SOLICITED) ||
+            d->rx.len > d->rx_stash_len - d->rx_stash_off || d->rx.seq != d->peer_seq + 1 ||
+            d->read_data_pending || d->ep->srq != DAT_HANDLE_NULL || d->rq_count == 0 ||
+            d->rx_recv_taken || d->rnr_deadline_ns)
+                return false;
+        t = d->rq[d->rq_head].iov;
+        if (d->rq[d->rq_head].nseg != 1 || t->segment_length < d->rx.len ||
+            (t->segment_length > 0 &&
+             lmr_find_by_context(d->ia, t->lmr_context, t->virtual_address, t->segment_length,
+                                 DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &lmr) != DAT_SUCCESS))
+                return false;
+        d->work_frames++;
+        d->peer_seq = d->rx.seq;
+        (void)take_recv(d);
+        if (d->rx.len > 0)
+                (void)stash_take(d, (void *)(uintptr_t)t->virtual_address, (size_t)d->rx.len);
+        send_placed(d, b);
+        return true;
+}
+
 static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
 {
         bool moved = false;
@@ -888,6 +922,8 @@ static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
                                 return true;
                         }
                         dto_rx_apply_acks(d, b);
+                        if (d->state == DTO_RUNNING && small_send(d, b))
+                                break;
                         d->rx_state = d->rx.nseg ? DTO_RX_SEGS : DTO_RX_ACTION;
                         break;
                 case DTO_RX_SEGS:

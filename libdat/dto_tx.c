@@ -62,13 +62,13 @@ bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct io
                 if (!ring)
                         return false;
                 for (uint32_t i = 0; i < d->resp_count; i++)
-                        ring[i] = d->resp[(d->resp_head + i) % d->resp_cap];
+                        ring[i] = d->resp[(d->resp_head + i) & (d->resp_cap - 1)];
                 free(d->resp);
                 d->resp = ring;
                 d->resp_cap = cap;
                 d->resp_head = 0;
         }
-        r = &d->resp[(d->resp_head + d->resp_count) % d->resp_cap];
+        r = &d->resp[(d->resp_head + d->resp_count) & (d->resp_cap - 1)];
         r->frame = *f;
         r->data = data ? *data : (struct iovec){ 0 };
         r->fatal = fatal;
@@ -84,7 +84,7 @@ bool dto_tx_respond_value(struct dto_ep *d, uint32_t seq, uint64_t value)
 
         if (!dto_tx_respond(d, &f, NULL, false))
                 return false;
-        r = &d->resp[(d->resp_head + d->resp_count - 1) % d->resp_cap];
+        r = &d->resp[(d->resp_head + d->resp_count - 1) & (d->resp_cap - 1)];
         r->has_value = true;
         r->value = value;
         return true;
@@ -148,7 +148,7 @@ static bool probe_owed(const struct dto_ep *d, const struct dto_req *r)
 static void skip_unsent(struct dto_ep *d)
 {
         while (d->tx_next != d->tail) {
-                struct dto_req *r = &d->req[d->tx_next % d->req_cap];
+                struct dto_req *r = dto_req_at(d, d->tx_next);
 
                 if (!r->local)
                         break;
@@ -178,7 +178,7 @@ static void request_frame(const struct dto_req *r, struct dto_frame *f)
 /* Starts the request at tx_next: encodes its frame. */
 static void start_request(struct dto_ep *d)
 {
-        uint32_t slot = d->tx_next % d->req_cap;
+        uint32_t slot = dto_req_slot(d, d->tx_next);
         struct dto_req *r = &d->req[slot];
         /* Where the payload goes out from; CMA makes descriptors of it. */
         uint32_t n = req_iovecs(d, slot, r, d->tx_payload);
@@ -273,7 +273,7 @@ static bool start_next(struct dto_ep *d)
                 skip_unsent(d);
                 if (d->tx_next == d->tail)
                         return false;
-                r = &d->req[d->tx_next % d->req_cap];
+                r = dto_req_at(d, d->tx_next);
                 if (probe_owed(d, r)) {
                         d->hello_owed = true;
                         start_control(d);
@@ -300,7 +300,7 @@ bool dto_tx_pending_frames(const struct dto_ep *d)
         if (d->tx_item != DTO_TX_NONE || d->hello_owed || d->cma_ok_owed || d->resp_count > 0)
                 return true;
         for (uint32_t i = d->tx_next; i != d->tail; i++) {
-                const struct dto_req *r = &d->req[i % d->req_cap];
+                const struct dto_req *r = dto_req_at(d, i);
 
                 if (!r->local)
                         return probe_owed(d, r) || req_may_start(d, r);
@@ -357,7 +357,7 @@ static void frame_done(struct dto_ep *d)
                 if (d->resp[d->resp_head].data.iov_len && d->read_data_pending)
                         d->read_data_pending--;
 
-                d->resp_head = (d->resp_head + 1) % d->resp_cap;
+                d->resp_head = (d->resp_head + 1) & (d->resp_cap - 1);
                 d->resp_count--;
                 if (fatal)
                         d->fail_after_tx = true;
@@ -426,7 +426,7 @@ static bool postable_at_once(const struct dto_ep *d, const struct dto_req *r)
 
 void dto_tx_post(struct dto_ep *d)
 {
-        uint32_t slot = (d->tail - 1) % d->req_cap;
+        uint32_t slot = dto_req_slot(d, d->tail - 1);
         struct dto_req *r = &d->req[slot];
         struct iovec iov[1 + DTO_MAX_SEGS];
         struct dto_frame f;

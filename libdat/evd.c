@@ -76,9 +76,9 @@ void evd_set_cno_locked(struct evd *evd, struct cno *cno)
 
         if (old == cno)
                 return;
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         evd->cno = cno;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         if (cno)
                 cno->obj.users++;
         if (old && --old->obj.users == 0)
@@ -122,15 +122,15 @@ static void evd_send_waiter_away(struct evd *evd)
         unsigned wake;
         bool waiting;
 
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         evd->dying = true;
         wake = evd_kick_waiter_locked(evd);
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         evd_wake(evd, wake);
         for (;;) {
-                pthread_spin_lock(&evd->lock);
+                spin_lock(&evd->lock);
                 waiting = evd->waiter;
-                pthread_spin_unlock(&evd->lock);
+                spin_unlock(&evd->lock);
                 if (!waiting)
                         return;
                 dat_nap();
@@ -155,22 +155,22 @@ void evd_destroy(struct dat_object *obj)
 
 void evd_feed_config_get(struct evd *evd, DAT_EVD_STATE config)
 {
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         if (config == DAT_EVD_STATE_CONFIG_SOLICITED)
                 evd->solicited_feeds++;
         else if (config == DAT_EVD_STATE_CONFIG_NOTIFY)
                 evd->unsignalled_feeds++;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
 }
 
 void evd_feed_config_put(struct evd *evd, DAT_EVD_STATE config)
 {
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         if (config == DAT_EVD_STATE_CONFIG_SOLICITED && evd->solicited_feeds > 0)
                 evd->solicited_feeds--;
         else if (config == DAT_EVD_STATE_CONFIG_NOTIFY && evd->unsignalled_feeds > 0)
                 evd->unsignalled_feeds--;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
 }
 
 /* The CNO a consumer named for an EVD of ia: NULL for DAT_HANDLE_NULL.
@@ -291,9 +291,9 @@ static DAT_RETURN evd_claim_for_free_locked(struct evd *evd)
         /* dat_evd_free(3DAT): event streams still feed it -> DAT_INVALID_STATE */
         if (evd->obj.users > 0)
                 return DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_IN_USE);
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         waited = evd->waiter;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         /* dat_evd_free(3DAT): no threads may be blocked on it */
         if (waited)
                 return DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
@@ -347,13 +347,13 @@ _public_ DAT_RETURN dat_evd_query(DAT_EVD_HANDLE evd_handle, DAT_EVD_PARAM_MASK 
                 return DAT_ERR_ARG(2);
         if (!evd_param)
                 return DAT_ERR_ARG(3);
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         evd_param->ia_handle = evd->obj.parent->handle;
         evd_param->evd_qlen = evd->qlen;
         evd_param->evd_state = evd_state_locked(evd);
         evd_param->cno_handle = evd->cno ? evd->cno->obj.handle : DAT_HANDLE_NULL;
         evd_param->evd_flags = evd->flags;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         return DAT_SUCCESS;
 }
 
@@ -414,7 +414,7 @@ static DAT_RETURN evd_set_switch(DAT_EVD_HANDLE evd_handle, enum evd_switch whic
 
         if (!evd)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         if (which == EVD_SWITCH_ENABLED) {
                 evd->enabled = on;
         } else {
@@ -422,7 +422,7 @@ static DAT_RETURN evd_set_switch(DAT_EVD_HANDLE evd_handle, enum evd_switch whic
                 if (on && evd->waiter)
                         wake = evd_kick_waiter_locked(evd);
         }
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         evd_wake(evd, wake);
         return DAT_SUCCESS;
 }

@@ -11,7 +11,7 @@
  * evd_ring.c the ring itself and the data-path entry points (post_se,
  * dequeue, wait) with the producer API.
  *
- * Locking: `lock`, a spinlock held for a few loads and one event copy,
+ * Locking: `lock`, a spinlock (spin_lock.h) held for a few loads and one event copy,
  * guards the ring and the waiter/CNO state below.  Lock order:
  * dat_object_lock() -> evd lock -> cno lock; a CNO's proxy agent (consumer
  * code) is only ever called with no lock held. */
@@ -21,6 +21,7 @@
 #include <pthread.h>
 
 #include "libdat/handle.h"
+#include "libdat/spin_lock.h"
 
 struct cno;
 struct cno_notice;
@@ -31,7 +32,7 @@ struct evd {
         DAT_COUNT qlen;                 /* events the ring holds (>= asked); under lock */
         DAT_EVD_FLAGS flags;            /* the event streams it takes; fixed at creation */
 
-        pthread_spinlock_t lock;
+        struct spin_lock lock;
         /* The ring, under lock. */
         DAT_EVENT *ring;
         uint32_t head;                  /* slot of the oldest event */

@@ -54,7 +54,7 @@ struct evd *evd_alloc(DAT_COUNT qlen, DAT_EVD_FLAGS flags)
                 free(evd);
                 return NULL;
         }
-        pthread_spin_init(&evd->lock, PTHREAD_PROCESS_PRIVATE);
+        spin_lock_init(&evd->lock);
         evd->qlen = qlen;
         evd->flags = flags;
         evd->enabled = true;
@@ -65,7 +65,6 @@ void evd_release(struct evd *evd)
 {
         if (!evd)
                 return;
-        pthread_spin_destroy(&evd->lock);
         free(evd->ring);
         free(evd);
 }
@@ -87,14 +86,14 @@ DAT_RETURN evd_ring_resize(struct evd *evd, DAT_COUNT qlen)
 
         if (!ring)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         if (evd->count > (uint32_t)qlen)
                 /* dat_evd_resize(3DAT): more events queued than the new length */
                 ret = DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
         else if (evd->waiter && evd->wait_threshold > (uint32_t)qlen)
                 ret = DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
         if (ret != DAT_SUCCESS) {
-                pthread_spin_unlock(&evd->lock);
+                spin_unlock(&evd->lock);
                 free(ring);
                 return ret;
         }
@@ -106,7 +105,7 @@ DAT_RETURN evd_ring_resize(struct evd *evd, DAT_COUNT qlen)
         evd->ring = ring;
         evd->head = 0;
         evd->qlen = qlen;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         free(old);
         return DAT_SUCCESS;
 }
@@ -121,9 +120,9 @@ static DAT_RETURN ring_push(struct evd *evd, const DAT_EVENT *event, bool notify
         uint32_t tail;
         unsigned wake = 0;
 
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         if (_unlikely_(evd->dying)) {
-                pthread_spin_unlock(&evd->lock);
+                spin_unlock(&evd->lock);
                 return DAT_ERR(DAT_ABORT, DAT_NO_SUBTYPE);
         }
         if (_unlikely_(evd->count == (uint32_t)evd->qlen)) {
@@ -131,7 +130,7 @@ static DAT_RETURN ring_push(struct evd *evd, const DAT_EVENT *event, bool notify
                         *overflow_news = !evd->overflowed;
                         evd->overflowed = true;
                 }
-                pthread_spin_unlock(&evd->lock);
+                spin_unlock(&evd->lock);
                 return DAT_ERR(DAT_QUEUE_FULL, DAT_NO_SUBTYPE);
         }
         tail = evd->head + evd->count;
@@ -153,8 +152,9 @@ static DAT_RETURN ring_push(struct evd *evd, const DAT_EVENT *event, bool notify
                         cno_trigger(evd->cno, evd->obj.handle, notice);
                 }
         }
-        pthread_spin_unlock(&evd->lock);
-        evd_wake(evd, wake);
+        spin_unlock(&evd->lock);
+        if (wake)
+                evd_wake(evd, wake);
         return DAT_SUCCESS;
 }
 
@@ -321,7 +321,7 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                         return DEQUEUE_EMPTY;
                 }
         }
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         if (evd->waiter)
                 /* dat_evd_dequeue(3DAT): a thread blocked in dat_evd_wait owns it */
                 ret = DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
@@ -329,7 +329,7 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                 ret = DEQUEUE_EMPTY;
         else
                 ring_pop_locked(evd, event);
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         if (ret == DAT_SUCCESS)
                 dto_event_reaped(event);
         return ret;
@@ -511,9 +511,9 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
                         return dat_word_sleep(&evd->wake_seq, seen, deadline);
                 return sleep_before_retry(evd, seen, deadline, retry_us);
         }
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         evd->waiter_reads = true;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         outer = evd_reading_for(evd);
         while (__atomic_load_n(&evd->wake_seq, __ATOMIC_ACQUIRE) == seen &&
                !datd_conn_reader_evicted(&ia->conn)) {
@@ -552,9 +552,9 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
                 }
         }
         evd_reading_for(outer);
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         evd->waiter_reads = false;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         datd_conn_give_back(&ia->conn, was_reader);
         /* Sent away by progress_stop: the IA is closing, and its EVDs'
          * waiters are sent away next (DAT_ABORT). */
@@ -577,24 +577,24 @@ static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_
         int r = 0;
 
         spin_polling(evd, seen, deadline);
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         for (;;) {
                 ret = wait_outcome_locked(evd, r, event, &done);
                 if (done)
                         break;
                 seen = evd->wake_seq;
                 evd->waiter_sleeps = true;
-                pthread_spin_unlock(&evd->lock);
+                spin_unlock(&evd->lock);
                 dto_evd_sleep_prepare(evd);
                 r = sleep_reading(evd, seen, deadline, &retry_us);
-                pthread_spin_lock(&evd->lock);
+                spin_lock(&evd->lock);
                 evd->waiter_sleeps = false;
         }
         if (nmore)
                 *nmore = (DAT_COUNT)evd->count;
         /* The last touch: evd_destroy may free the EVD once it sees this. */
         evd->waiter = false;
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         return ret;
 }
 
@@ -615,7 +615,7 @@ _public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
         if (!event)
                 return DAT_ERR_ARG(4);
         dat_deadline_start(&deadline, timeout);
-        pthread_spin_lock(&evd->lock);
+        spin_lock(&evd->lock);
         ret = wait_admit_locked(evd, threshold);
         if (ret == DAT_SUCCESS && evd->count < (uint32_t)threshold && timeout != 0) {
                 /* dat_evd_wait(3DAT): a consumer blocked here owns the EVD */
@@ -623,7 +623,7 @@ _public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
                 evd->wait_threshold = (uint32_t)threshold;
                 evd->wait_notified = evd->notified;
                 seen = evd->wake_seq;
-                pthread_spin_unlock(&evd->lock);
+                spin_unlock(&evd->lock);
                 ret = wait_blocked(evd, seen, &deadline, event, n_more_events);
                 if (ret == DAT_SUCCESS)
                         dto_event_reaped(event);
@@ -638,7 +638,7 @@ _public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
                 if (n_more_events)
                         *n_more_events = (DAT_COUNT)evd->count;
         }
-        pthread_spin_unlock(&evd->lock);
+        spin_unlock(&evd->lock);
         if (ret == DAT_SUCCESS)
                 dto_event_reaped(event);
         return ret;

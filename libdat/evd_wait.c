@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "libdat/evd_wait.h"
+#include "libdat/spin_lock.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -13,17 +14,6 @@
 /* Polls before sleeping: about 2 µs of PAUSEs on current x86 cores, enough
  * to catch an event already on its way without burning a core for nothing. */
 #define SPIN_POLLS 64
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield" ::: "memory");
-#else
-        __asm__ __volatile__("" ::: "memory");
-#endif
-}
 
 void dat_deadline_start(struct dat_deadline *d, DAT_TIMEOUT timeout_us)
 {

@@ -23,9 +23,9 @@ static inline bool evd_waiter_within_5_s(struct evd *e, enum evd_waiter_doing do
         bool yes = false;
 
         for (time_t end = time(NULL) + 5; !yes && time(NULL) < end;) {
-                pthread_spin_lock(&e->lock);
+                spin_lock(&e->lock);
                 yes = doing == EVD_WAITER_READS ? e->waiter_reads : e->waiter_sleeps;
-                pthread_spin_unlock(&e->lock);
+                spin_unlock(&e->lock);
                 if (!yes)
                         dat_nap();
         }
