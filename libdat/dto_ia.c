@@ -361,9 +361,8 @@ static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
          * request a completed Read let through its fence, on a full
          * socket), must not wait for a thread that sleeps without a
          * timeout and without watching for room. */
-        if (!wait_for_lock && d->state == DTO_RUNNING &&
-            dto_work_left(d) &&
-            __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED))
+        if (!wait_for_lock && __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED) &&
+            d->state == DTO_RUNNING && dto_work_left(d))
                 dto_ia_kick(d->ia);
         dat_unlock(&d->lock);
         return moved;

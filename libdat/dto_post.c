@@ -263,7 +263,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
          * would not see (its bytes left the socket long ago). */
         kick = d->state == DTO_RUNNING &&
                (dto_tx_pending(d) ||
-                (dto_work_left(d) && __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED)));
+                (__atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED) && dto_work_left(d)));
         dat_unlock(&d->lock);
         if (kick)
                 dto_ia_kick(d->ia);
@@ -384,8 +384,8 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                         dto_progress_locked(d, &b);
         }
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
-        kick = d->state == DTO_RUNNING && dto_work_left(d) &&
-               __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED);
+        kick = d->state == DTO_RUNNING &&
+               __atomic_load_n(&d->ia->dto.armed_sleep, __ATOMIC_RELAXED) && dto_work_left(d);
         dat_unlock(&d->lock);
         if (kick)
                 dto_ia_kick(d->ia);

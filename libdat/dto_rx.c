@@ -908,6 +908,9 @@ static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
         while (d->state == DTO_RUNNING && !d->rx_fatal && !d->peer_bye) {
                 switch (d->rx_state) {
                 case DTO_RX_HEADER:
+                        /* What rx_read would find: nothing this poll. */
+                        if (d->rx_drained && d->rx_stash_off >= d->rx_stash_len)
+                                return moved;
                         if (!header_from_stash(d, &moved)) {
                                 if (!read_fixed(d, d->rx_hdr, sizeof(d->rx_hdr), &moved))
                                         return moved;
