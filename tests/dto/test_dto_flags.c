@@ -680,6 +680,73 @@ Test(DTO_SUITE(refuse), full_receive_queue_refuses_the_next_post)
         dto_run(&cfg, idle_server, full_recvs_client, NULL);
 }
 
+/* Queue limits that are no power of two (the queues are rings of one,
+ * and must still refuse at the limit the EP asked for): three requests and
+ * five receives, each refused one past its limit, then both queues wrapped
+ * round their rings many times, every message in order and intact. */
+#define ODD_MSGS 300u
+#define ODD_LEN 64u
+
+static void odd_queues_server(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET extra = dto_iov(&s->mem, s->mem.len / 2 + 5 * ODD_LEN, ODD_LEN);
+
+        (void)arg;
+        /* The client's first three Sends wait for receives. */
+        DTO_ASSERT_EQ(dto_get_u64(s), 1);
+        post_recvs(s, 5, ODD_LEN, 0);
+        for (unsigned k = 0; k < ODD_MSGS; k++) {
+                DAT_VLEN off = s->mem.len / 2 + (k % 5) * ODD_LEN;
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, off, ODD_LEN);
+
+                dto_expect_recv(s, s->ep[0], k, ODD_LEN);
+                dto_verify(s->mem.buf + off, ODD_LEN, k);
+                if (k + 5 < ODD_MSGS)
+                        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &iov, dto_cookie(k + 5), 0),
+                                      DAT_SUCCESS);
+                /* Those three placed, five receives wait, and nothing
+                 * comes until the client hears from us: full. */
+                if (k == 2) {
+                        DTO_ASSERT_TYPE(dat_ep_post_recv(s->ep[0], 1, &extra, dto_cookie(1000), 0),
+                                        DAT_INSUFFICIENT_RESOURCES);
+                        dto_put_u64(s, 2);
+                }
+        }
+        dto_expect_empty(s->recv_evd);
+}
+
+static void odd_queues_client(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        for (unsigned k = 0; k < ODD_MSGS; k += 3) {
+                for (unsigned j = k; j < k + 3; j++) {
+                        dto_fill(s->mem.buf + (j % 3) * ODD_LEN, ODD_LEN, j);
+                        DTO_ASSERT_EQ(post_send_flags(s, (j % 3) * ODD_LEN, ODD_LEN, j, 0),
+                                      DAT_SUCCESS);
+                }
+                /* The first three wait for the server's receives: none
+                 * can have completed, and the queue is full. */
+                if (k == 0) {
+                        DTO_ASSERT_TYPE(post_send_flags(s, 3 * ODD_LEN, ODD_LEN, 1000, 0),
+                                        DAT_INSUFFICIENT_RESOURCES);
+                        dto_put_u64(s, 1);
+                }
+                for (unsigned j = k; j < k + 3; j++)
+                        dto_expect_dto(s->request_evd, s->ep[0], j, DAT_DTO_SUCCESS, ODD_LEN,
+                                       DAT_DTO_SEND);
+                if (k == 0)
+                        DTO_ASSERT_EQ(dto_get_u64(s), 2);
+        }
+        dto_expect_empty(s->request_evd);
+}
+
+Test(DTO_SUITE(refuse), queues_of_odd_limits_refuse_at_them_and_wrap_in_order)
+{
+        struct dto_config cfg = { .max_request_dtos = 3, .max_recv_dtos = 5 };
+
+        dto_run(&cfg, odd_queues_server, odd_queues_client, NULL);
+}
+
 /* ---- refusals: memory ----------------------------------------------------------------- */
 
 static void check_all_posts(struct dto_side *s, DAT_LMR_TRIPLET iov, DAT_RETURN type,
