@@ -98,8 +98,10 @@ static inline struct dat_object *handle_table_lookup(DAT_HANDLE handle, int type
         if (!slot)
                 return NULL;
         before = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
-        if (!(before & STATE_LIVE) || STATE_GEN(before) != gen ||
-            (type >= 0 && STATE_TYPE(before) != (uintptr_t)type))
+        /* Of a given type (a constant at nearly every call), the whole
+         * state word is known: one comparison. */
+        if (type >= 0 ? before != STATE_MAKE(gen, type, 1)
+                      : !(before & STATE_LIVE) || STATE_GEN(before) != gen)
                 return NULL;
         obj = __atomic_load_n(&slot->obj, __ATOMIC_ACQUIRE);
         return __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE) == before ? obj : NULL;
