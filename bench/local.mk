@@ -6,6 +6,7 @@
 
 noinst_LTLIBRARIES += bench/common/libbench.la
 bench_common_libbench_la_SOURCES = \
+	bench/common/clock.c bench/common/clock.h \
 	bench/common/stats.c bench/common/stats.h \
 	bench/common/proc.c bench/common/proc.h \
 	bench/common/sock.c bench/common/sock.h

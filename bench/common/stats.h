@@ -1,8 +1,8 @@
-/* Timing and statistics shared by the floor benchmarks: a monotonic clock,
- * a sample buffer reduced to median / p99, the common command-line flags
- * (sizes, iterations, warm-up, duration, CPUs), and the two output forms:
- * one machine-readable "key=value" line per result on stdout, and a human
- * table (lines starting with '#') printed at the end.
+/* Timing and statistics shared by the floor benchmarks: a monotonic clock
+ * (clock.h), a sample buffer reduced to median / p99, the common
+ * command-line flags (sizes, iterations, warm-up, duration, CPUs), and the
+ * two output forms: one machine-readable "key=value" line per result on
+ * stdout, and a human table (lines starting with '#') printed at the end.
  *
  * Benchmarks only: nothing here is used by datd or libdat, and no test
  * asserts on what it measures. */
@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#include "bench/common/clock.h"
 
 #define BENCH_MAX_SIZES 16
 
@@ -68,14 +70,6 @@ size_t bench_max_size(const struct bench_opts *o);
 
 /* "64K" -> 65536; returns false on garbage. */
 bool bench_parse_size(const char *s, size_t *out);
-
-static inline uint64_t bench_now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Lets the sibling hyperthread / the hypervisor breathe in spin loops. */
 static inline void bench_cpu_relax(void)
