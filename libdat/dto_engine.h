@@ -261,8 +261,19 @@ struct dto_ep {
 
 /* ---- dto_ep.c ------------------------------------------------------------ */
 
-/* The EP's data path, made on first use; NULL on ENOMEM. */
+/* The EP's data path, made on first use and sized for the EP's
+ * attributes; NULL on ENOMEM. */
 struct dto_ep *dto_ep_get(struct ep *ep);
+
+/* Whether d's queues are sized for attributes a (else dto_ep_get refits
+ * them: dat_ep_modify changes the attributes only of an EP with no DTO). */
+static inline bool dto_ep_fits(const struct dto_ep *d, const DAT_EP_ATTR *a)
+{
+        return d->req_cap == (uint32_t)a->max_request_dtos &&
+               d->req_iov_max == (uint32_t)a->max_request_iov &&
+               d->recv_cap == (uint32_t)a->max_recv_dtos &&
+               d->recv_iov_max == (uint32_t)a->max_recv_iov;
+}
 
 /* Delivers the completions at the head of the request queue that are done,
  * in order.  Under lock. */

@@ -129,10 +129,7 @@ struct dto_ep *dto_ep_get(struct ep *ep)
         }
         /* dat_ep_modify changes the attributes only of an EP with no DTO
          * (Unconnected and the like): refit then, else nothing to do. */
-        if (_likely_(d->req_cap == (uint32_t)ep->attr.max_request_dtos &&
-                     d->req_iov_max == (uint32_t)ep->attr.max_request_iov &&
-                     d->recv_cap == (uint32_t)ep->attr.max_recv_dtos &&
-                     d->recv_iov_max == (uint32_t)ep->attr.max_recv_iov))
+        if (_likely_(dto_ep_fits(d, &ep->attr)))
                 return d;
         dat_object_lock();
         attr = ep->attr;
@@ -711,8 +708,8 @@ void dto_event_reaped(const DAT_EVENT *event)
         struct srq *srq;
         struct ep *ep;
 
-        if (event->event_number != DAT_DTO_COMPLETION_EVENT || e->operation != DAT_DTO_RECEIVE ||
-            !srq_exist())
+        if (!srq_exist() || event->event_number != DAT_DTO_COMPLETION_EVENT ||
+            e->operation != DAT_DTO_RECEIVE)
                 return;
         ep = ep_lookup(e->ep_handle);
         if (!ep || ep->srq == DAT_HANDLE_NULL || !ep->dto)

@@ -35,6 +35,14 @@ static bool ep_connected(DAT_EP_STATE s)
                s == DAT_EP_STATE_CONNECTED_MULTI_PATH;
 }
 
+/* dto_ep_get without its call in the usual case: made and fitted. */
+static inline struct dto_ep *data_path(struct ep *ep)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+
+        return _likely_(d && dto_ep_fits(d, &ep->attr)) ? d : dto_ep_get(ep);
+}
+
 /* A post's segments into its queue entry: one, the usual case, by
  * assignment (a memcpy of a size known only at run time compiles to a rep
  * movs, slow to start, on every message's path). */
@@ -238,7 +246,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
          * transport's. */
         if (length > ep_max_size(ep, a->kind == DTO_REQ_SEND))
                 local = DAT_DTO_ERR_LOCAL_LENGTH;
-        d = dto_ep_get(ep);
+        d = data_path(ep);
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         dat_lock(&d->lock);
@@ -358,7 +366,7 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         ret = check_recv(ep, num_segments, local_iov, completion_flags);
         if (ret != DAT_SUCCESS)
                 return ret;
-        d = dto_ep_get(ep);
+        d = data_path(ep);
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         dat_lock(&d->lock);
@@ -411,7 +419,7 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
                          DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT *context)
 {
         struct dto_batch b;
-        struct dto_ep *d = dto_ep_get(ep);
+        struct dto_ep *d = data_path(ep);
         DAT_RMR_CONTEXT ctx = 0;
         struct dto_req *r;
         DAT_RETURN ret;

@@ -444,20 +444,30 @@ void dto_tx_post(struct dto_ep *d)
          * goes in pieces: the latency of every small message. */
         request_frame(r, &f);
         f.ack = d->ack_owed;
-        iov[0] = (struct iovec){ &f, sizeof(f) };
         total = sizeof(f) + r->length;
-        nseg = req_iovecs(d, slot, r, iov + 1);
         if (d->ch->ops->reserve && (p = d->ch->ops->reserve(d->ch, (size_t)total))) {
-                /* Straight into the ring: no iovec to walk. */
+                /* Straight into the ring: no iovec to walk, and one
+                 * segment (the usual post) copied as it is. */
+                const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+
                 memcpy(p, &f, sizeof(f));
-                p += sizeof(f);
-                for (uint32_t i = 1; i <= nseg; i++) {
-                        memcpy(p, iov[i].iov_base, iov[i].iov_len);
-                        p += iov[i].iov_len;
+                if (r->nseg == 1) {
+                        if (r->length)
+                                memcpy(p + sizeof(f), (const void *)(uintptr_t)t->virtual_address,
+                                       (size_t)r->length);
+                } else {
+                        nseg = req_iovecs(d, slot, r, iov + 1);
+                        p += sizeof(f);
+                        for (uint32_t i = 1; i <= nseg; i++) {
+                                memcpy(p, iov[i].iov_base, iov[i].iov_len);
+                                p += iov[i].iov_len;
+                        }
                 }
                 d->ch->ops->commit(d->ch, (size_t)total);
                 n = (ssize_t)total;
         } else {
+                iov[0] = (struct iovec){ &f, sizeof(f) };
+                nseg = req_iovecs(d, slot, r, iov + 1);
                 n = d->ch->ops->writev(d->ch, iov, 1 + (int)nseg);
         }
         if (n != (ssize_t)total) {
