@@ -1,6 +1,6 @@
-/* The benchmarks' clock (see clock.h): chooses it and scales the TSC. */
-#include "config.h"
-
+/* The benchmarks' clock (see clock.h): chooses it and scales the TSC.
+ * Compiled on its own too (run-peers builds the floors without configure):
+ * no config.h. */
 #include "bench/common/clock.h"
 
 #include <stdio.h>
