@@ -900,6 +900,26 @@ static bool small_send(struct dto_ep *d, struct dto_batch *b)
         return true;
 }
 
+/* The same for an RDMA Write of the peer's, without immediate data, whose
+ * payload came whole with its header: placed as on_header and on_write
+ * would place it, or false with nothing changed (the parser then answers
+ * a target it refuses with its error response). */
+static bool small_write(struct dto_ep *d, struct dto_batch *b)
+{
+        struct iovec target;
+
+        if (d->rx.op != DTO_OP_WRITE || d->rx.flags != 0 ||
+            d->rx.len > d->rx_stash_len - d->rx_stash_off || d->rx.seq != d->peer_seq + 1 ||
+            d->read_data_pending || !rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &target))
+                return false;
+        d->work_frames++;
+        d->peer_seq = d->rx.seq;
+        if (d->rx.len > 0)
+                (void)stash_take(d, target.iov_base, target.iov_len);
+        write_done(d, b);
+        return true;
+}
+
 static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
 {
         bool moved = false;
@@ -925,7 +945,7 @@ static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
                                 return true;
                         }
                         dto_rx_apply_acks(d, b);
-                        if (d->state == DTO_RUNNING && small_send(d, b))
+                        if (d->state == DTO_RUNNING && (small_send(d, b) || small_write(d, b)))
                                 break;
                         d->rx_state = d->rx.nseg ? DTO_RX_SEGS : DTO_RX_ACTION;
                         break;
