@@ -68,22 +68,23 @@ static int fit_queues(struct dto_ep *d, const DAT_EP_ATTR *a)
         uint32_t req_iov = (uint32_t)(a->max_request_iov > 0 ? a->max_request_iov : 1);
         uint32_t recv_cap = (uint32_t)(a->max_recv_dtos > 0 ? a->max_recv_dtos : 1);
         uint32_t recv_iov = (uint32_t)(a->max_recv_iov > 0 ? a->max_recv_iov : 1);
+        uint32_t req_ring, recv_ring;
 
         if (req_cap > (1u << 30) || recv_cap > (1u << 30))
                 return -ENOMEM;
-        if ((ring_for(req_cap) != d->req_mask + 1 || req_iov != d->req_iov_max || !d->req) &&
-            realloc_ring((void **)&d->req, sizeof(*d->req), &d->req_iov, ring_for(req_cap),
-                         req_iov) < 0)
+        req_ring = ring_for(req_cap);
+        recv_ring = ring_for(recv_cap);
+        if ((!d->req || req_ring != d->req_mask + 1 || req_iov != d->req_iov_max) &&
+            realloc_ring((void **)&d->req, sizeof(*d->req), &d->req_iov, req_ring, req_iov) < 0)
                 return -ENOMEM;
         d->req_cap = req_cap;
-        d->req_mask = ring_for(req_cap) - 1;
+        d->req_mask = req_ring - 1;
         d->req_iov_max = req_iov;
-        if ((ring_for(recv_cap) != d->recv_mask + 1 || recv_iov != d->recv_iov_max || !d->rq) &&
-            realloc_ring((void **)&d->rq, sizeof(*d->rq), &d->rq_iov, ring_for(recv_cap),
-                         recv_iov) < 0)
+        if ((!d->rq || recv_ring != d->recv_mask + 1 || recv_iov != d->recv_iov_max) &&
+            realloc_ring((void **)&d->rq, sizeof(*d->rq), &d->rq_iov, recv_ring, recv_iov) < 0)
                 return -ENOMEM;
         d->recv_cap = recv_cap;
-        d->recv_mask = ring_for(recv_cap) - 1;
+        d->recv_mask = recv_ring - 1;
         d->recv_iov_max = recv_iov;
         return 0;
 }

@@ -866,57 +866,63 @@ static bool read_payload(struct dto_ep *d, bool *moved)
         return true;
 }
 
-/* The frame most messages are, its header just taken and checked (with
- * its acknowledgement): a Send of the peer's whose inline payload came
- * whole with the header (one shm record, or one read of the socket), for
- * the EP's next receive, of one segment that holds it.  Placed here in one
- * go, as on_header and on_send would place it, without the parser's
- * states and its piecewise takes of the stash: every small message's
- * latency.  False, with nothing changed, for anything else or anything
- * the checks refuse: the parser then takes the frame (and stalls, or
- * completes in error) as ever. */
-static bool small_send(struct dto_ep *d, struct dto_batch *b)
+/* Where a Send goes when the EP's next receive has one segment that holds
+ * it (its LMR checked again, as recv_iovecs does): *to, else false. */
+static bool next_recv_holds(struct dto_ep *d, struct iovec *to)
 {
         const DAT_LMR_TRIPLET *t;
         struct lmr *lmr;
 
-        if (d->rx.op != DTO_OP_SEND || (d->rx.flags & ~DTO_F_SOLICITED) ||
-            d->rx.len > d->rx_stash_len - d->rx_stash_off || d->rx.seq != d->peer_seq + 1 ||
-            d->read_data_pending || d->ep->srq != DAT_HANDLE_NULL || d->rq_count == 0 ||
-            d->rx_recv_taken || d->rnr_deadline_ns)
+        if (d->ep->srq != DAT_HANDLE_NULL || d->rq_count == 0 || d->rx_recv_taken ||
+            d->rnr_deadline_ns || d->rq[d->rq_head].nseg != 1)
                 return false;
         t = d->rq[d->rq_head].iov;
-        if (d->rq[d->rq_head].nseg != 1 || t->segment_length < d->rx.len ||
+        if (t->segment_length < d->rx.len ||
             (t->segment_length > 0 &&
              lmr_find_by_context(d->ia, t->lmr_context, t->virtual_address, t->segment_length,
                                  DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &lmr) != DAT_SUCCESS))
                 return false;
-        d->work_frames++;
-        d->peer_seq = d->rx.seq;
-        (void)take_recv(d);
-        if (d->rx.len > 0)
-                (void)stash_take(d, (void *)(uintptr_t)t->virtual_address, (size_t)d->rx.len);
-        send_placed(d, b);
+        *to = (struct iovec){ (void *)(uintptr_t)t->virtual_address, (size_t)d->rx.len };
         return true;
 }
 
-/* The same for an RDMA Write of the peer's, without immediate data, whose
- * payload came whole with its header: placed as on_header and on_write
- * would place it, or false with nothing changed (the parser then answers
- * a target it refuses with its error response). */
-static bool small_write(struct dto_ep *d, struct dto_batch *b)
+/* The frames most messages are, the header just taken and checked (with
+ * its acknowledgement): a Send of the peer's for the EP's next receive,
+ * of one segment that holds it, or an RDMA Write without immediate data,
+ * the payload of either come whole with the header (one shm record, or
+ * one read of the socket).  Placed here in one go, as on_header and
+ * on_send / on_write would place them, without the parser's states and
+ * its piecewise takes of the stash: every small message's latency.  False,
+ * with nothing changed, for anything else or anything the checks refuse:
+ * the parser then takes the frame (and stalls, or answers an error) as
+ * ever. */
+static bool small_request(struct dto_ep *d, struct dto_batch *b)
 {
-        struct iovec target;
+        struct iovec to;
 
-        if (d->rx.op != DTO_OP_WRITE || d->rx.flags != 0 ||
-            d->rx.len > d->rx_stash_len - d->rx_stash_off || d->rx.seq != d->peer_seq + 1 ||
-            d->read_data_pending || !rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &target))
+        if (d->rx.seq != d->peer_seq + 1 || !payload_read_ahead(d) || d->read_data_pending)
                 return false;
+        switch (d->rx.op) {
+        case DTO_OP_SEND:
+                if ((d->rx.flags & ~DTO_F_SOLICITED) || !next_recv_holds(d, &to))
+                        return false;
+                (void)take_recv(d);
+                break;
+        case DTO_OP_WRITE:
+                if (d->rx.flags != 0 || !rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &to))
+                        return false;
+                break;
+        default:
+                return false;
+        }
         d->work_frames++;
         d->peer_seq = d->rx.seq;
         if (d->rx.len > 0)
-                (void)stash_take(d, target.iov_base, target.iov_len);
-        write_done(d, b);
+                (void)stash_take(d, to.iov_base, to.iov_len);
+        if (d->rx.op == DTO_OP_SEND)
+                send_placed(d, b);
+        else
+                write_done(d, b);
         return true;
 }
 
@@ -945,7 +951,7 @@ static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
                                 return true;
                         }
                         dto_rx_apply_acks(d, b);
-                        if (d->state == DTO_RUNNING && (small_send(d, b) || small_write(d, b)))
+                        if (d->state == DTO_RUNNING && small_request(d, b))
                                 break;
                         d->rx_state = d->rx.nseg ? DTO_RX_SEGS : DTO_RX_ACTION;
                         break;

@@ -11,8 +11,8 @@
  * evd_ring.c the ring itself and the data-path entry points (post_se,
  * dequeue, wait) with the producer API.
  *
- * Locking: `lock`, a spinlock (spin_lock.h) held for a few loads and one event copy,
- * guards the ring and the waiter/CNO state below.  Lock order:
+ * Locking: `lock`, a spinlock (spin_lock.h) held for a few loads and one
+ * event copy, guards the ring and the waiter/CNO state below.  Lock order:
  * dat_object_lock() -> evd lock -> cno lock; a CNO's proxy agent (consumer
  * code) is only ever called with no lock held. */
 #ifndef DATD_LIBDAT_EVD_H
