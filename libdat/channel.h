@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -43,6 +44,12 @@ struct channel_ops {
          * a read now would likely find nothing); without, false, at no cost
          * of its own. */
         bool (*consume)(struct channel *ch, bool look);
+        /* At least `bytes` more bytes of the stream are certain to come (the
+         * rest of a payload whose header came), the engine says before and
+         * after each read of a payload.  A channel may then wait for a
+         * good part of them before it says it is readable or a read takes
+         * any: fewer, larger reads.  NULL: it need not know (shm). */
+        void (*expect)(struct channel *ch, uint64_t bytes);
         /* A cheap hint: bytes may be waiting to be read. */
         bool (*readable)(struct channel *ch);
         /* The progress thread is about to sleep on poll_fd: ask to be woken

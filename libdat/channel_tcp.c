@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -21,6 +22,7 @@ struct channel_tcp {
         struct channel ch;
         int fd;
         bool eof;
+        int lowat;                      /* SO_RCVLOWAT now: 1 or LONG_PAYLOAD_LOWAT */
 };
 
 static struct channel_tcp *to_tcp(struct channel *ch)
@@ -108,6 +110,15 @@ static ssize_t tcp_readv(struct channel *ch, const struct iovec *iov, int iovcnt
 
         if (t->eof)
                 return -EPIPE;
+        /* While a long payload comes (tcp_expect), a read waits until a
+         * good part of it is there, as epoll does: poll() asks without
+         * taking the socket's lock, which recv() takes. */
+        if (t->lowat > 1) {
+                struct pollfd p = { .fd = t->fd, .events = POLLIN };
+
+                if (poll(&p, 1, 0) == 0)
+                        return 0;
+        }
         /* One buffer (the engine's small reads): recv() spares the kernel
          * the message header and the iovec import of recvmsg(). */
         do
@@ -131,6 +142,28 @@ static ssize_t tcp_readv(struct channel *ch, const struct iovec *iov, int iovcnt
                 return 0;
         t->eof = true;
         return -EPIPE;
+}
+
+/* The receive low-water mark while at least this much of a payload is
+ * still to come.  Read as it trickles in (a read for every few KiB
+ * arrived, an acknowledgement opening the window for each), a long
+ * payload cost the receiving side's CPU more than the sender's; read 256
+ * KiB at a time, 1 MiB and 16 MiB Sends, RDMA Writes and Reads across two
+ * network namespaces went 10-20% faster (waiting in dat_evd_wait), 16 MiB
+ * ones also when polling; 1 MiB at a time was slower than none (measured
+ * 64 KiB, 128, 256, 512 KiB and 1 MiB).  The kernel bounds the mark by
+ * the receive buffer, and says readable anyway when the buffer or the
+ * window runs short, so a mark above what can come never stalls. */
+#define LONG_PAYLOAD_LOWAT (256 * 1024)
+
+static void tcp_expect(struct channel *ch, uint64_t bytes)
+{
+        struct channel_tcp *t = to_tcp(ch);
+        int want = bytes >= LONG_PAYLOAD_LOWAT ? LONG_PAYLOAD_LOWAT : 1;
+
+        if (want != t->lowat &&
+            setsockopt(t->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0)
+                t->lowat = want;
 }
 
 /* The kernel tells readiness through epoll: always worth a try. */
@@ -196,6 +229,7 @@ static const struct channel_ops tcp_ops = {
         .name = "tcp",
         .writev = tcp_writev,
         .readv = tcp_readv,
+        .expect = tcp_expect,
         .readable = tcp_readable,
         .arm = tcp_arm,
         .disarm = tcp_disarm,
@@ -245,6 +279,7 @@ int channel_tcp_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
                 (void)fcntl(fds[0], F_SETFL, flags | O_NONBLOCK);
         t->fd = fds[0];
         fds[0] = -1;
+        t->lowat = 1;
         t->ch.ops = &tcp_ops;
         t->ch.poll_fd = t->fd;
         t->ch.peer_pid = ev->peer_pid;

@@ -839,7 +839,11 @@ static bool read_payload(struct dto_ep *d, bool *moved)
                         n++;
                 }
         }
+        if (d->ch->ops->expect)
+                d->ch->ops->expect(d->ch, d->rx_left);
         got = rx_read(d, iov, n);
+        if (d->ch->ops->expect && got > 0)
+                d->ch->ops->expect(d->ch, d->rx_left - (uint64_t)got);
         if (got < 0) {
                 d->peer_gone = true;
                 dto_fail(d, "the peer closed the channel");
