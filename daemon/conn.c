@@ -346,10 +346,8 @@ static bool addr_same_ip(const struct sockaddr_storage *a, const struct sockaddr
  * address, or an address of this host no other IA claims all stay on the
  * connecting IA (a shm IA reaches its own listeners at 127.0.0.1 or at the
  * host's address); an address of another IA of this host reaches that IA. */
-static Ia *local_target(Manager *m, Ia *from, const struct sockaddr_storage *ss, socklen_t len)
+static Ia *local_target(Manager *m, Ia *from, const struct sockaddr_storage *ss)
 {
-        NetifAddress a;
-
         if (addr_is_loopback(ss))
                 return from;
         if (from->address_len > 0 && addr_same_ip(&from->address, ss))
@@ -360,7 +358,7 @@ static Ia *local_target(Manager *m, Ia *from, const struct sockaddr_storage *ss,
                 if (ia->address_len > 0 && addr_same_ip(&ia->address, ss))
                         return ia;
         }
-        if (netif_find_address((const struct sockaddr *) ss, len, &a) >= 0)
+        if (host_addrs_holds(m->host_addrs, (const struct sockaddr *) ss))
                 return from;
         return NULL;
 }
@@ -1521,7 +1519,7 @@ static void connect_negotiate(Conn *a, const struct datp_connect *req)
 {
         ConnTable *t = a->table;
         Manager *m = t->manager;
-        Ia *target = local_target(m, a->instance->ia, &a->remote, a->remote_len);
+        Ia *target = local_target(m, a->instance->ia, &a->remote);
         const char *why;
         Listener *l;
         Cr *cr;

@@ -15,6 +15,7 @@ daemon_datd_SOURCES = \
 	daemon/bus.c \
 	daemon/config.c \
 	daemon/ia.c \
+	daemon/host_addrs.c \
 	daemon/netif.c \
 	daemon/peer.c \
 	daemon/policy.c \
@@ -40,6 +41,7 @@ noinst_HEADERS += \
 	daemon/list.h \
 	daemon/log.h \
 	daemon/manager.h \
+	daemon/host_addrs.h \
 	daemon/netif.h \
 	daemon/object.h \
 	daemon/peer.h \

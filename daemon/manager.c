@@ -84,6 +84,7 @@ Manager *manager_free(Manager *m)
                 if (m->listen_fd_ours)
                         unlink(m->socket_path);
         }
+        m->host_addrs = host_addrs_free(m->host_addrs);
         sd_event_unref(m->event);
         ia_registry_done(&m->ias);
         config_free(m->config);
@@ -383,6 +384,9 @@ int manager_startup(Manager *m)
         r = mkdir_runtime_dir(m->runtime_dir);
         if (r < 0)
                 return r;
+        r = host_addrs_new(m->event, &m->host_addrs);
+        if (r < 0)
+                return log_error_errno(r, "Failed to keep this host's addresses: %m");
         r = cm_start(m);
         if (r < 0)
                 return r;

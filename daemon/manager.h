@@ -11,6 +11,7 @@
 #include <systemd/sd-id128.h>
 
 #include "daemon/config.h"
+#include "daemon/host_addrs.h"
 #include "daemon/ia.h"
 #include "daemon/peer.h"
 
@@ -45,6 +46,7 @@ typedef struct Manager {
         uint32_t n_cm_links;
         uint32_t n_cm_unidentified;     /* incoming sockets before HELLO or DATA (cm.c) */
         sd_id128_t host_id;          /* random per run, sent in the CM HELLO */
+        HostAddrs *host_addrs;       /* which addresses are this host's (conn.c) */
 
         /* The protocol socket libdat connects to. */
         int listen_fd;

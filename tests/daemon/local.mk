@@ -15,7 +15,8 @@ datd_tests = \
 	tests/daemon/test-datd-hostile \
 	tests/daemon/test-datd-bus \
 	tests/daemon/test-datd-objects \
-	tests/daemon/test-datd-utf8
+	tests/daemon/test-datd-utf8 \
+	tests/daemon/test-datd-host-addrs
 check_PROGRAMS += $(datd_tests)
 TESTS += $(datd_tests)
 
@@ -47,6 +48,11 @@ tests_daemon_test_datd_objects_LDADD = $(datd_test_ldadd)
 tests_daemon_test_datd_utf8_SOURCES = tests/daemon/test-datd-utf8.c daemon/utf8.c
 tests_daemon_test_datd_utf8_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_daemon_test_datd_utf8_LDADD = $(CRITERION_LIBS)
+
+tests_daemon_test_datd_host_addrs_SOURCES = tests/daemon/test-datd-host-addrs.c daemon/host_addrs.c \
+	daemon/netif.c
+tests_daemon_test_datd_host_addrs_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_daemon_test_datd_host_addrs_LDADD = $(CRITERION_LIBS) $(SYSTEMD_LIBS)
 endif
 
 # Connections (daemon/conn.c) through raw protocol clients.
