@@ -80,7 +80,8 @@ struct channel_ops {
          * peer nothing: after a BYE the connection ends through datd; the
          * end of a stream without one is the failure the peer must see at
          * once), a TCP end says so only once the peer did, or
-         * when it is destroyed: the end that sends the first FIN keeps
+         * when it is destroyed (and the destruction of such an end waits
+         * for the peer's, channel_closer.h): the end that sends the first FIN keeps
          * the connection in TIME_WAIT for a minute, which on the host that
          * connected holds one of its local ports for each connection (a
          * thousand connections a second across hosts used half the
@@ -88,6 +89,10 @@ struct channel_ops {
          * them and the rate fell sixfold); on the host that accepted it
          * holds nothing another connection needs. */
         void (*shutdown)(struct channel *ch);
+        /* Whether closing now would end the connection before the peer
+         * ended its side (the FIN shutdown held back); the close should
+         * then wait for the peer's end (channel_closer.h).  NULL: never. */
+        bool (*ends_after_peer)(struct channel *ch);
         void (*destroy)(struct channel *ch);
 };
 

@@ -208,6 +208,11 @@ static void tcp_shutdown(struct channel *ch)
         shutdown(t->fd, SHUT_WR);
 }
 
+static bool tcp_ends_after_peer(struct channel *ch)
+{
+        return ch->fin_last && ch->graceful_end && !to_tcp(ch)->eof;
+}
+
 static void tcp_destroy(struct channel *ch)
 {
         struct channel_tcp *t = to_tcp(ch);
@@ -236,6 +241,7 @@ static const struct channel_ops tcp_ops = {
         .woken = tcp_woken,
         .poll_events = tcp_poll_events,
         .shutdown = tcp_shutdown,
+        .ends_after_peer = tcp_ends_after_peer,
         .destroy = tcp_destroy,
 };
 

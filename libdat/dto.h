@@ -77,6 +77,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "libdat/channel_closer.h"
 #include "libdat/dat_lock.h"
 #include "libdat/libdat.h"
 #include "proto/datp.h"
@@ -152,6 +153,8 @@ struct dto_ia {
          * thread that sleeps makes a few a second, one that spins
          * hundreds of thousands). */
         uint64_t rounds;
+        /* Channels whose close waits for the peer's end of stream. */
+        struct channel_closer closer;
 };
 
 /* Sets up / tears down an IA's table (ia.c: open and close). */

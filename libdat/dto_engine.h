@@ -452,4 +452,9 @@ void dto_ia_quiet(struct dto_ep *d);
  * left frames waiting for room, a receive arrived for a stalled Send). */
 void dto_ia_kick(struct ia *ia);
 
+/* Destroys a channel whose connection is over, once the peer ended its
+ * stream if closing first would cost this host a TIME_WAIT
+ * (channel_closer.h).  Takes ownership; accepts NULL. */
+void dto_ia_close_channel(struct ia *ia, struct channel *ch);
+
 #endif

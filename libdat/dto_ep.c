@@ -359,10 +359,12 @@ static void teardown_channel(struct dto_ep *d)
         }
         dat_unlock(&d->lock);
         channel_destroy(ch);
-        channel_destroy(old);
+        dto_ia_close_channel(d->ia, old);
 }
 
-/* Closes a channel kept after the connection ended (teardown_channel). */
+/* Closes a channel kept after the connection ended (teardown_channel),
+ * after the peer's end of stream if it has not come yet
+ * (dto_ia_close_channel). */
 static void drop_lingering(struct dto_ep *d)
 {
         struct channel *ch;
@@ -371,7 +373,7 @@ static void drop_lingering(struct dto_ep *d)
         ch = d->lingering;
         d->lingering = NULL;
         dat_unlock(&d->lock);
-        channel_destroy(ch);
+        dto_ia_close_channel(d->ia, ch);
 }
 
 /* An EP on an SRQ whose connection ended takes no more of its buffers: as
@@ -697,7 +699,7 @@ void dto_ep_destroy(struct ep *ep)
                 }
         }
         channel_destroy(d->ch);
-        channel_destroy(d->lingering);
+        dto_ia_close_channel(d->ia, d->lingering);
         free_queues(d);
         ep->dto = NULL;
         free(d);

@@ -37,6 +37,8 @@ enum {
 #define EVENTS_MAX 64
 #define EV_STOP_KEY ((uint64_t)EV_CONTROL)
 #define EV_KICK_KEY ((uint64_t)EV_CONTROL | 4u)
+/* The low half of channel_closer.h's keys. */
+#define EV_CLOSER_TAG ((uint32_t)EV_CONTROL | 8u)
 
 static uint64_t slot_key(uint32_t slot, uint32_t gen, unsigned kind)
 {
@@ -62,6 +64,7 @@ int dto_ia_init(struct dto_ia *t)
                 return r;
         }
         dat_lock_init(&t->lock);
+        channel_closer_init(&t->closer, t->epfd, EV_CLOSER_TAG);
         t->initialized = true;
         return 0;
 }
@@ -70,6 +73,7 @@ void dto_ia_fini(struct dto_ia *t)
 {
         if (!t->initialized)
                 return;
+        channel_closer_fini(&t->closer);
         close(t->kick_fd);
         close(t->epfd);
         if (t->app_epfd >= 0)
@@ -86,6 +90,14 @@ static struct dto_ia *table_of(const struct dto_ep *d)
 static int t_epfd(const struct dto_ep *d)
 {
         return d->ia->dto.epfd;
+}
+
+void dto_ia_close_channel(struct ia *ia, struct channel *ch)
+{
+        if (ia->dto.initialized)
+                channel_closer_close(&ia->dto.closer, ch);
+        else
+                channel_destroy(ch);
 }
 
 void dto_ia_kick(struct ia *ia)
@@ -784,6 +796,8 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                                         ok = false;
                                         goto out;
                                 }
+                        } else if (channel_closer_key_is_ours(&t->closer, key)) {
+                                channel_closer_on_event(&t->closer, key);
                         } else {
                                 moved |= on_slot_event(t, key, evs[i].events);
                         }

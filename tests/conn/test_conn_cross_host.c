@@ -184,3 +184,40 @@ Test(cross_host, closed_connections_leave_no_time_wait_on_the_connecting_host)
         cr_expect_leq(after - before, CONNS / 10, "%u of %d connections in TIME_WAIT on the connecting host",
                       after - before, CONNS);
 }
+
+/* The same when the connecting side does not wait for the accepting one:
+ * it frees its EP, or resets it for another connection, as soon as its own
+ * DISCONNECTED comes, before the accepting side has ended its end of the
+ * TCP connection.  Its close then waits for that end (channel_closer.h):
+ * closed first, every connection was in TIME_WAIT on the connecting host. */
+Test(cross_host, connections_ended_at_once_by_the_connecting_side_leave_no_time_wait_there)
+{
+        enum { CONNS = 40 };
+        DAT_CONN_QUAL q = fresh_qual();
+        unsigned before = time_wait_count(0), after;
+        DAT_EP_HANDLE reused = DAT_HANDLE_NULL;
+
+        side_psp(&p, q);
+        for (int i = 0; i < CONNS; i++) {
+                DAT_EP_HANDLE aep, pep;
+
+                connect_pair(&a, &p, q, &aep, &pep);
+                cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+                expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+                if (i % 2 == 0) {
+                        cr_assert_eq(dat_ep_free(aep), DAT_SUCCESS);
+                } else {
+                        cr_assert_eq(dat_ep_reset(aep), DAT_SUCCESS);
+                        if (reused != DAT_HANDLE_NULL)
+                                cr_assert_eq(dat_ep_free(reused), DAT_SUCCESS);
+                        reused = aep;
+                }
+                expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
+                cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
+        }
+        if (reused != DAT_HANDLE_NULL)
+                cr_assert_eq(dat_ep_free(reused), DAT_SUCCESS);
+        after = time_wait_count(0);
+        cr_expect_leq(after - before, CONNS / 10, "%u of %d connections in TIME_WAIT on the connecting host",
+                      after - before, CONNS);
+}
