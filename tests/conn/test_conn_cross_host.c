@@ -7,8 +7,10 @@
 
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/conn/conn_test.h"
@@ -185,23 +187,82 @@ Test(cross_host, closed_connections_leave_no_time_wait_on_the_connecting_host)
                       after - before, CONNS);
 }
 
+enum { AT_ONCE_CONNS = 10 };
+
+/* The accepting side of connections_ended_at_once..., in a process of its
+ * own on host 1 (the datd libdat reaches is host 1's): accepts
+ * AT_ONCE_CONNS connections one after the other on qual, says when each is
+ * established (a byte on up_fd), frees each EP once it is disconnected.
+ * Returns the exit status: 0, or the step that failed. */
+static int at_once_acceptor(DAT_CONN_QUAL qual, int ready_fd, int up_fd)
+{
+        DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+        DAT_EVD_HANDLE async = DAT_HANDLE_NULL, cr_evd, conn_evd;
+        DAT_PSP_HANDLE psp;
+        DAT_PZ_HANDLE pz;
+        DAT_COUNT more;
+        DAT_EVENT ev;
+
+        if (dat_ia_open((DAT_NAME_PTR) "datd-tcp", 16, &async, &ia) || dat_pz_create(ia, &pz) ||
+            dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd) ||
+            dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn_evd) ||
+            dat_psp_create(ia, qual, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp))
+                return 2;
+        if (write(ready_fd, "r", 1) != 1)
+                return 3;
+        for (int i = 0; i < AT_ONCE_CONNS; i++) {
+                DAT_EP_HANDLE ep;
+
+                if (dat_evd_wait(cr_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
+                    ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
+                    dat_ep_create(ia, pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL, conn_evd, NULL, &ep) ||
+                    dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, ep, 0, NULL))
+                        return 4;
+                if (dat_evd_wait(conn_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
+                    ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED || write(up_fd, "u", 1) != 1)
+                        return 5;
+                if (dat_evd_wait(conn_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
+                    ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED || dat_ep_free(ep))
+                        return 6;
+        }
+        return 0;
+}
+
 /* The same when the connecting side does not wait for the accepting one:
  * it frees its EP, or resets it for another connection, as soon as its own
- * DISCONNECTED comes, before the accepting side has ended its end of the
- * TCP connection.  Its close then waits for that end (channel_closer.h):
- * closed first, every connection was in TIME_WAIT on the connecting host. */
+ * DISCONNECTED comes.  The accepting process is stopped (SIGSTOP) from
+ * before the disconnect until then, so it cannot have ended its end of
+ * the TCP connection first; the connecting side's close waits for that end
+ * (channel_closer.h).  Closed at once, every connection was in TIME_WAIT
+ * on the connecting host. */
 Test(cross_host, connections_ended_at_once_by_the_connecting_side_leave_no_time_wait_there)
 {
-        enum { CONNS = 40 };
         DAT_CONN_QUAL q = fresh_qual();
         unsigned before = time_wait_count(0), after;
         DAT_EP_HANDLE reused = DAT_HANDLE_NULL;
+        int ready[2], up[2], status;
+        pid_t child;
+        char c;
 
-        side_psp(&p, q);
-        for (int i = 0; i < CONNS; i++) {
-                DAT_EP_HANDLE aep, pep;
+        cr_assert_eq(pipe(ready), 0);
+        cr_assert_eq(pipe(up), 0);
+        child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0)
+                _exit(at_once_acceptor(q, ready[1], up[1]));
+        close(ready[1]);
+        close(up[1]);
+        cr_assert_eq(read(ready[0], &c, 1), 1, "the accepting process failed");
+        for (int i = 0; i < AT_ONCE_CONNS; i++) {
+                DAT_EP_HANDLE aep = side_ep(&a);
 
-                connect_pair(&a, &p, q, &aep, &pep);
+                cr_assert_eq(dat_ep_connect(aep, (DAT_IA_ADDRESS_PTR)&p.address, q, CONN_EVENT_WAIT_US, 0,
+                                            NULL, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+                             DAT_SUCCESS);
+                expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+                cr_assert_eq(read(up[0], &c, 1), 1, "the accepting process failed");
+                cr_assert_eq(kill(child, SIGSTOP), 0);
+                cr_assert_eq(waitpid(child, &status, WUNTRACED), child);
                 cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
                 expect_event(a.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
                 if (i % 2 == 0) {
@@ -212,12 +273,17 @@ Test(cross_host, connections_ended_at_once_by_the_connecting_side_leave_no_time_
                                 cr_assert_eq(dat_ep_free(reused), DAT_SUCCESS);
                         reused = aep;
                 }
-                expect_event(p.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED);
-                cr_assert_eq(dat_ep_free(pep), DAT_SUCCESS);
+                cr_assert_eq(kill(child, SIGCONT), 0);
         }
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the accepting process: status 0x%x",
+                  status);
         if (reused != DAT_HANDLE_NULL)
                 cr_assert_eq(dat_ep_free(reused), DAT_SUCCESS);
+        close(ready[0]);
+        close(up[0]);
         after = time_wait_count(0);
-        cr_expect_leq(after - before, CONNS / 10, "%u of %d connections in TIME_WAIT on the connecting host",
-                      after - before, CONNS);
+        cr_expect_leq(after - before, AT_ONCE_CONNS / 10,
+                      "%u of %d connections in TIME_WAIT on the connecting host", after - before,
+                      AT_ONCE_CONNS);
 }
