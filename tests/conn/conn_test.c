@@ -187,28 +187,40 @@ DAT_CONN_QUAL fresh_qual(void)
 }
 
 /* The child of fork_listener: exit codes say where it failed. */
-static int listener_child(const char *ia_name, DAT_CONN_QUAL qual, bool accept, int ready_fd,
-                          int done_fd)
+struct listener_args {
+        const char *ia_name;
+        DAT_CONN_QUAL qual;
+        bool accept;
+};
+
+bool child_listener_open(struct child_listener *l, const char *ia_name, DAT_CONN_QUAL qual)
 {
-        DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
-        DAT_EVD_HANDLE async = DAT_HANDLE_NULL, cr_evd, conn_evd;
-        DAT_PZ_HANDLE pz;
+        l->ia = DAT_HANDLE_NULL;
+        l->async_evd = DAT_HANDLE_NULL;
+        return dat_ia_open((DAT_NAME_PTR)ia_name, 16, &l->async_evd, &l->ia) == DAT_SUCCESS &&
+               dat_pz_create(l->ia, &l->pz) == DAT_SUCCESS &&
+               dat_evd_create(l->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &l->cr_evd) == DAT_SUCCESS &&
+               dat_evd_create(l->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &l->conn_evd) ==
+                       DAT_SUCCESS &&
+               dat_psp_create(l->ia, qual, l->cr_evd, DAT_PSP_CONSUMER_FLAG, &l->psp) == DAT_SUCCESS;
+}
+
+static int listener_child(void *arg, int ready_fd, int done_fd)
+{
+        const struct listener_args *a = arg;
+        struct child_listener l;
         DAT_EP_HANDLE ep;
-        DAT_PSP_HANDLE psp;
         DAT_COUNT more;
         DAT_EVENT ev;
 
-        if (dat_ia_open((DAT_NAME_PTR)ia_name, 16, &async, &ia) || dat_pz_create(ia, &pz) ||
-            dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd) ||
-            dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn_evd) ||
-            dat_ep_create(ia, pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL, conn_evd, NULL, &ep) ||
-            dat_psp_create(ia, qual, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp))
+        if (!child_listener_open(&l, a->ia_name, a->qual) ||
+            dat_ep_create(l.ia, l.pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL, l.conn_evd, NULL, &ep))
                 return 2;
         if (write(ready_fd, "r", 1) != 1)
                 return 3;
-        if (dat_evd_wait(cr_evd, CONN_EVENT_WAIT_US, 1, &ev, &more))
+        if (dat_evd_wait(l.cr_evd, CONN_EVENT_WAIT_US, 1, &ev, &more))
                 return 4;
-        if (accept && dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, ep, 0, NULL))
+        if (a->accept && dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, ep, 0, NULL))
                 return 5;
         if (write(done_fd, "d", 1) != 1)
                 return 6;
@@ -216,24 +228,31 @@ static int listener_child(const char *ia_name, DAT_CONN_QUAL qual, bool accept, 
                 pause();
 }
 
-pid_t fork_listener(const char *ia_name, DAT_CONN_QUAL qual, bool accept, int *done_fd)
+pid_t fork_child(int (*child)(void *arg, int ready_fd, int note_fd), void *arg, int *note_fd)
 {
-        int ready[2], done[2];
+        int ready[2], note[2];
         char c = 0;
         pid_t pid;
 
         cr_assert_eq(pipe(ready), 0);
-        cr_assert_eq(pipe(done), 0);
+        cr_assert_eq(pipe(note), 0);
         pid = fork();
         cr_assert_geq(pid, 0);
         if (pid == 0)
-                _exit(listener_child(ia_name, qual, accept, ready[1], done[1]));
+                _exit(child(arg, ready[1], note[1]));
         close(ready[1]);
-        close(done[1]);
-        cr_assert_eq(read(ready[0], &c, 1), 1, "the listening process failed");
+        close(note[1]);
+        cr_assert_eq(read(ready[0], &c, 1), 1, "the forked process failed");
         close(ready[0]);
-        *done_fd = done[0];
+        *note_fd = note[0];
         return pid;
+}
+
+pid_t fork_listener(const char *ia_name, DAT_CONN_QUAL qual, bool accept, int *done_fd)
+{
+        struct listener_args l = { ia_name, qual, accept };
+
+        return fork_child(listener_child, &l, done_fd);
 }
 
 void kill_listener(pid_t pid)

@@ -81,6 +81,23 @@ DAT_CR_HANDLE connect_and_get_cr(const struct side *active, DAT_EP_HANDLE aep,
 void connect_pair(const struct side *a, const struct side *p, DAT_CONN_QUAL qual,
                   DAT_EP_HANDLE *aep, DAT_EP_HANDLE *pep);
 
+/* In a forked process (fork_child), a listening side on an IA of its own:
+ * ia_name (on the datd libdat is pointed at), a PZ, a CR and a connection
+ * EVD, a PSP on qual.  False when any of it fails (no assertions there). */
+struct child_listener {
+        DAT_IA_HANDLE ia;
+        DAT_EVD_HANDLE async_evd, cr_evd, conn_evd;
+        DAT_PZ_HANDLE pz;
+        DAT_PSP_HANDLE psp;
+};
+bool child_listener_open(struct child_listener *l, const char *ia_name, DAT_CONN_QUAL qual);
+
+/* Forks a process that runs child(arg, ready_fd, note_fd) and exits with
+ * what it returns.  Returns once the child wrote a byte to ready_fd
+ * (asserts it did), with the read end of note_fd's pipe in *note_fd, for
+ * whatever else the child reports. */
+pid_t fork_child(int (*child)(void *arg, int ready_fd, int note_fd), void *arg, int *note_fd);
+
 /* Forks a process with an IA of its own (ia_name, on the datd libdat is
  * pointed at) listening on qual.  It accepts the first request on an EP
  * of its own if accept, else leaves it pending, and then writes one byte to

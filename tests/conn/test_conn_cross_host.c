@@ -194,34 +194,28 @@ enum { AT_ONCE_CONNS = 10 };
  * AT_ONCE_CONNS connections one after the other on qual, says when each is
  * established (a byte on up_fd), frees each EP once it is disconnected.
  * Returns the exit status: 0, or the step that failed. */
-static int at_once_acceptor(DAT_CONN_QUAL qual, int ready_fd, int up_fd)
+static int at_once_acceptor(void *arg, int ready_fd, int up_fd)
 {
-        DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
-        DAT_EVD_HANDLE async = DAT_HANDLE_NULL, cr_evd, conn_evd;
-        DAT_PSP_HANDLE psp;
-        DAT_PZ_HANDLE pz;
+        struct child_listener l;
         DAT_COUNT more;
         DAT_EVENT ev;
 
-        if (dat_ia_open((DAT_NAME_PTR) "datd-tcp", 16, &async, &ia) || dat_pz_create(ia, &pz) ||
-            dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd) ||
-            dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn_evd) ||
-            dat_psp_create(ia, qual, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp))
+        if (!child_listener_open(&l, "datd-tcp", *(const DAT_CONN_QUAL *)arg))
                 return 2;
         if (write(ready_fd, "r", 1) != 1)
                 return 3;
         for (int i = 0; i < AT_ONCE_CONNS; i++) {
                 DAT_EP_HANDLE ep;
 
-                if (dat_evd_wait(cr_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
+                if (dat_evd_wait(l.cr_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
                     ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
-                    dat_ep_create(ia, pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL, conn_evd, NULL, &ep) ||
+                    dat_ep_create(l.ia, l.pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL, l.conn_evd, NULL, &ep) ||
                     dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, ep, 0, NULL))
                         return 4;
-                if (dat_evd_wait(conn_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
+                if (dat_evd_wait(l.conn_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
                     ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED || write(up_fd, "u", 1) != 1)
                         return 5;
-                if (dat_evd_wait(conn_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
+                if (dat_evd_wait(l.conn_evd, CONN_EVENT_WAIT_US, 1, &ev, &more) ||
                     ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED || dat_ep_free(ep))
                         return 6;
         }
@@ -240,19 +234,10 @@ Test(cross_host, connections_ended_at_once_by_the_connecting_side_leave_no_time_
         DAT_CONN_QUAL q = fresh_qual();
         unsigned before = time_wait_count(0), after;
         DAT_EP_HANDLE reused = DAT_HANDLE_NULL;
-        int ready[2], up[2], status;
-        pid_t child;
+        int up, status;
+        pid_t child = fork_child(at_once_acceptor, &q, &up);
         char c;
 
-        cr_assert_eq(pipe(ready), 0);
-        cr_assert_eq(pipe(up), 0);
-        child = fork();
-        cr_assert_geq(child, 0);
-        if (child == 0)
-                _exit(at_once_acceptor(q, ready[1], up[1]));
-        close(ready[1]);
-        close(up[1]);
-        cr_assert_eq(read(ready[0], &c, 1), 1, "the accepting process failed");
         for (int i = 0; i < AT_ONCE_CONNS; i++) {
                 DAT_EP_HANDLE aep = side_ep(&a);
 
@@ -260,7 +245,7 @@ Test(cross_host, connections_ended_at_once_by_the_connecting_side_leave_no_time_
                                             NULL, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
                              DAT_SUCCESS);
                 expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
-                cr_assert_eq(read(up[0], &c, 1), 1, "the accepting process failed");
+                cr_assert_eq(read(up, &c, 1), 1, "the accepting process failed");
                 cr_assert_eq(kill(child, SIGSTOP), 0);
                 cr_assert_eq(waitpid(child, &status, WUNTRACED), child);
                 cr_assert_eq(dat_ep_disconnect(aep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -280,8 +265,7 @@ Test(cross_host, connections_ended_at_once_by_the_connecting_side_leave_no_time_
                   status);
         if (reused != DAT_HANDLE_NULL)
                 cr_assert_eq(dat_ep_free(reused), DAT_SUCCESS);
-        close(ready[0]);
-        close(up[0]);
+        close(up);
         after = time_wait_count(0);
         cr_expect_leq(after - before, AT_ONCE_CONNS / 10,
                       "%u of %d connections in TIME_WAIT on the connecting host", after - before,
