@@ -16,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct channel_tcp {
@@ -62,6 +63,16 @@ static ssize_t sys_sendmsg(int fd, const struct msghdr *msg, int flags)
         return syscall(SYS_sendmsg, fd, msg, flags);
 }
 
+/* Whether fd is readable now (its low-water mark reached, its end or an
+ * error there): ppoll() with a zero timeout, no signal mask. */
+static bool sys_readable_now(int fd)
+{
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        struct timespec zero = { 0, 0 };
+
+        return syscall(SYS_ppoll, &p, 1, &zero, NULL, 0) != 0;
+}
+
 static ssize_t tcp_send_gathered(int fd, const struct iovec *iov, int iovcnt, size_t total)
 {
         unsigned char buf[TCP_GATHER_MAX];
@@ -105,26 +116,29 @@ static ssize_t tcp_writev(struct channel *ch, const struct iovec *iov, int iovcn
 static ssize_t tcp_readv(struct channel *ch, const struct iovec *iov, int iovcnt)
 {
         struct channel_tcp *t = to_tcp(ch);
-        struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
         ssize_t n;
+        int err;
 
         if (t->eof)
                 return -EPIPE;
         /* While a long payload comes (tcp_expect), a read waits until a
-         * good part of it is there, as epoll does: poll() asks without
+         * good part of it is there, as epoll does: ppoll() asks without
          * taking the socket's lock, which recv() takes. */
-        if (t->lowat > 1) {
-                struct pollfd p = { .fd = t->fd, .events = POLLIN };
-
-                if (poll(&p, 1, 0) == 0)
-                        return 0;
-        }
+        if (t->lowat > 1 && !sys_readable_now(t->fd))
+                return 0;
         /* One buffer (the engine's small reads): recv() spares the kernel
          * the message header and the iovec import of recvmsg(). */
-        do
-                n = iovcnt == 1 ? sys_recv(t->fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT)
-                                : sys_recvmsg(t->fd, &msg, MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
+        do {
+                if (iovcnt == 1) {
+                        n = sys_recv(t->fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT);
+                } else {
+                        struct msghdr msg = { .msg_iov = (struct iovec *)iov,
+                                              .msg_iovlen = (size_t)iovcnt };
+
+                        n = sys_recvmsg(t->fd, &msg, MSG_DONTWAIT);
+                }
+                err = n < 0 ? errno : 0;
+        } while (err == EINTR);
         if (n > 0)
                 return n;
         if (n == 0) {
@@ -138,7 +152,7 @@ static ssize_t tcp_readv(struct channel *ch, const struct iovec *iov, int iovcnt
                 t->eof = true;
                 return -EPIPE;
         }
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
+        if (err == EAGAIN || err == EWOULDBLOCK)
                 return 0;
         t->eof = true;
         return -EPIPE;
