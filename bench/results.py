@@ -462,13 +462,10 @@ def targets(results, scale):
             # Like for like: datd sleeping in dat_evd_wait against the raw
             # TCP program sleeping in send and recv, datd polling against
             # it retrying non-blocking calls (a CPU that never sleeps costs
-            # the other's streaming on a VM: bench/README.md).  A run of
-            # the raw program before it had both ways measured "-".
+            # the other's streaming on a VM: bench/README.md).
             for wait, how in (("block", "blocking waits, raw TCP blocking too"),
                               ("poll", "polling, raw TCP polling too")):
                 tcp = lookup(results, "cross", measure, wait, stack, size)
-                if tcp is None:
-                    tcp = lookup(results, "cross", measure, "-", stack, size)
                 add("tcp: %s %s streaming (%s) \u2265 90%% of raw TCP streaming" % (
                     size_label(size, measure), name, how),
                     lookup(results, "cross", measure, wait, "datd", size), 0.9 * tcp if tcp else None, "gbps",

@@ -30,11 +30,10 @@ static void drain(HostAddrs *h)
         for (;;) {
                 ssize_t n = recv(h->fd, buf, sizeof(buf), MSG_DONTWAIT);
 
-                if (n > 0 || (n < 0 && (errno == ENOBUFS || errno == EINTR))) {
+                if (n > 0 || (n < 0 && errno == ENOBUFS))
                         h->known = false;
-                        continue;
-                }
-                return;
+                else if (n >= 0 || errno != EINTR)
+                        return;
         }
 }
 

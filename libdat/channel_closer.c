@@ -13,25 +13,18 @@
 #include <unistd.h>
 
 #include "libdat/channel.h"
+#include "libdat/dto_engine.h"
 
 struct channel_closing {
         struct channel *ch;
         uint64_t deadline_ns;
 };
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A channel's key: its descriptor + 1 in the high half (0 there is the
  * timer's). */
 static uint64_t channel_key(const struct channel_closer *c, const struct channel *ch)
 {
-        return (uint64_t)((uint32_t)ch->poll_fd + 1u) << 32 | (uint32_t)c->key_tag;
+        return (uint64_t)((uint32_t)ch->poll_fd + 1u) << 32 | c->key_tag;
 }
 
 void channel_closer_init(struct channel_closer *c, int epfd, uint32_t key_tag)
@@ -80,7 +73,7 @@ static bool timer_set(struct channel_closer *c, uint64_t at)
         struct itimerspec its = { .it_value = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) } };
 
         if (c->timer_fd < 0) {
-                struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint32_t)c->key_tag };
+                struct epoll_event ev = { .events = EPOLLIN, .data.u64 = c->key_tag };
                 int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 
                 if (fd < 0)
@@ -109,7 +102,7 @@ void channel_closer_close(struct channel_closer *c, struct channel *ch)
                 channel_destroy(ch);
                 return;
         }
-        deadline = now_ns() + (uint64_t)CHANNEL_CLOSER_WAIT_MS * 1000000u;
+        deadline = dto_now_ns() + (uint64_t)CHANNEL_CLOSER_WAIT_MS * 1000000u;
         ev = (struct epoll_event){ .events = EPOLLIN | EPOLLRDHUP, .data.u64 = channel_key(c, ch) };
         dat_lock(&c->lock);
         if (c->epfd >= 0 && c->n < CHANNEL_CLOSER_MAX) {
@@ -151,7 +144,7 @@ static struct channel *take(struct channel_closer *c, uint32_t i)
 static void on_timer(struct channel_closer *c)
 {
         struct channel *done[64];
-        uint64_t expirations, now = now_ns();
+        uint64_t expirations, now = dto_now_ns();
         unsigned n_done = 0;
 
         (void)!read(c->timer_fd, &expirations, sizeof(expirations));

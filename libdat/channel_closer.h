@@ -34,7 +34,7 @@ struct channel_closer {
         struct channel_closing *v;      /* oldest first */
         uint32_t n, cap;
         int epfd;                       /* the progress thread's epoll; not ours */
-        uint64_t key_tag;               /* the low half of every epoll key of ours */
+        uint32_t key_tag;               /* the low half of every epoll key of ours */
         int timer_fd;                   /* the oldest's deadline; -1 until needed */
         uint64_t timer_at;              /* when timer_fd fires (CLOCK_MONOTONIC ns); 0: never */
 };
@@ -53,7 +53,7 @@ void channel_closer_close(struct channel_closer *c, struct channel *ch);
 
 static inline bool channel_closer_key_is_ours(const struct channel_closer *c, uint64_t key)
 {
-        return (uint32_t)key == (uint32_t)c->key_tag;
+        return (uint32_t)key == c->key_tag;
 }
 
 /* The progress thread: epoll reported one of our keys. */
