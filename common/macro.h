@@ -13,6 +13,7 @@
 #define _public_ __attribute__((visibility("default")))
 #define _likely_(x) __builtin_expect(!!(x), 1)
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
+#define _always_inline_ inline __attribute__((always_inline))
 
 static inline void freep(void *p)
 {

@@ -327,8 +327,11 @@ static struct dto_ep *slot_lookup(struct dto_ia *t, uint64_t key)
 
 /* One step on d for a thread holding the table's lock.  When d needs
  * finishing (dto_finish) *finish is set and d->users keeps d alive while
- * the caller does that after dropping the table's lock. */
-static bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
+ * the caller does that after dropping the table's lock.  Inline, as
+ * poll_all is in dto_evd_poll: each frame live across a polling
+ * consumer's read of a TCP socket is a mispredicted return after it
+ * (raw_syscall.h), on every empty poll and on the way to every message. */
+static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
                         bool first_record, struct dto_batch *b, bool *finish)
 {
         bool moved = false;
@@ -418,7 +421,7 @@ static uint32_t ask_readiness(struct dto_ia *t)
         return seq;
 }
 
-static bool poll_all(struct dto_ia *t, bool wait, bool first_record)
+static _always_inline_ bool poll_all(struct dto_ia *t, bool wait, bool first_record)
 {
         struct dto_ep *failed[POLL_FAILED_MAX];
         struct dto_batch b;

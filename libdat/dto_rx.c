@@ -694,8 +694,10 @@ static void lend_end(struct dto_ep *d)
 
 /* The stash is empty: borrows the channel's bytes, or reads into the
  * stash alone (one buffer is the channel's cheapest read).  Returns the
- * bytes now in the stash, 0 (nothing there), or -EPIPE. */
-static ssize_t stash_fill(struct dto_ep *d)
+ * bytes now in the stash, 0 (nothing there), or -EPIPE.  Inline, as
+ * poll_frames is in dto_rx_poll: one frame fewer live across the read
+ * (raw_syscall.h). */
+static _always_inline_ ssize_t stash_fill(struct dto_ep *d)
 {
         struct iovec s = { d->rx_stash, sizeof(d->rx_stash) };
         ssize_t r;
@@ -930,7 +932,7 @@ static bool small_request(struct dto_ep *d, struct dto_batch *b)
         return true;
 }
 
-static bool poll_frames(struct dto_ep *d, struct dto_batch *b)
+static _always_inline_ bool poll_frames(struct dto_ep *d, struct dto_batch *b)
 {
         bool moved = false;
 
