@@ -331,8 +331,9 @@ static struct dto_ep *slot_lookup(struct dto_ia *t, uint64_t key)
  * poll_all is in dto_evd_poll: each frame live across a polling
  * consumer's read of a TCP socket is a mispredicted return after it
  * (raw_syscall.h), on every empty poll and on the way to every message. */
-static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock, bool peer_exited,
-                        bool first_record, struct dto_batch *b, bool *finish)
+static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock,
+                                        bool peer_exited, bool first_record,
+                                        struct dto_batch *b, bool *finish)
 {
         bool moved = false;
 
