@@ -17,7 +17,8 @@ libdat_tests = \
 	tests/libdat/test_handles \
 	tests/libdat/test_ia_open \
 	tests/libdat/test_ia \
-	tests/libdat/test_dat_lock
+	tests/libdat/test_dat_lock \
+	tests/libdat/test_raw_syscall
 check_PROGRAMS += $(libdat_tests)
 TESTS += $(libdat_tests)
 
@@ -53,4 +54,8 @@ tests_libdat_test_ia_LDADD = $(libdat_test_core)
 tests_libdat_test_dat_lock_SOURCES = tests/libdat/test_dat_lock.c
 tests_libdat_test_dat_lock_CFLAGS = $(libdat_test_cflags)
 tests_libdat_test_dat_lock_LDADD = $(libdat_test_core)
+
+tests_libdat_test_raw_syscall_SOURCES = tests/libdat/test_raw_syscall.c
+tests_libdat_test_raw_syscall_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_raw_syscall_LDADD = $(libdat_test_core)
 endif
