@@ -79,9 +79,9 @@ struct channel_ops {
          * With fin_last and graceful_end (the end of the stream tells the
          * peer nothing: after a BYE the connection ends through datd; the
          * end of a stream without one is the failure the peer must see at
-         * once), a TCP end says so only once the peer did, or
-         * when it is destroyed (and the destruction of such an end waits
-         * for the peer's, channel_closer.h): the end that sends the first FIN keeps
+         * once), a TCP end says so only once the peer did, or when it is
+         * destroyed (and the destruction of such an end waits for the
+         * peer's, channel_closer.h): the end that sends the first FIN keeps
          * the connection in TIME_WAIT for a minute, which on the host that
          * connected holds one of its local ports for each connection (a
          * thousand connections a second across hosts used half the

@@ -139,23 +139,27 @@ static struct channel *take(struct channel_closer *c, uint32_t i)
         return ch;
 }
 
+/* Channels one timer event destroys at most; more past their deadline
+ * make the timer fire again at once. */
+#define TIMER_BATCH 64u
+
 /* The timer fired: destroys the channels past their deadline, and sets it
  * for the oldest left. */
 static void on_timer(struct channel_closer *c)
 {
-        struct channel *done[64];
+        struct channel *done[TIMER_BATCH];
         uint64_t expirations, now = dto_now_ns();
         unsigned n_done = 0;
 
         (void)!read(c->timer_fd, &expirations, sizeof(expirations));
         dat_lock(&c->lock);
-        while (c->n > 0 && c->v[0].deadline_ns <= now && n_done < 64)
+        while (c->n > 0 && c->v[0].deadline_ns <= now && n_done < TIMER_BATCH)
                 done[n_done++] = take(c, 0);
         c->timer_at = 0;
         /* A timer that cannot be set leaves the rest to the next close, or
          * to the IA's close. */
         if (c->n > 0)
-                (void)timer_set(c, n_done == 64 ? now : c->v[0].deadline_ns);
+                (void)timer_set(c, n_done == TIMER_BATCH ? now : c->v[0].deadline_ns);
         dat_unlock(&c->lock);
         for (unsigned i = 0; i < n_done; i++)
                 channel_destroy(done[i]);
