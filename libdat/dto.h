@@ -80,6 +80,7 @@
 #include "libdat/channel_closer.h"
 #include "libdat/dat_lock.h"
 #include "libdat/libdat.h"
+#include "libdat/peer_watch.h"
 #include "proto/datp.h"
 
 struct ep;
@@ -155,6 +156,8 @@ struct dto_ia {
         uint64_t rounds;
         /* Channels whose close waits for the peer's end of stream. */
         struct channel_closer closer;
+        /* The peer processes of the channels, watched for their exit. */
+        struct peer_watch peers;
 };
 
 /* Sets up / tears down an IA's table (ia.c: open and close). */

@@ -121,6 +121,8 @@ struct dto_ep {
         bool registered;                /* in the IA's table (dto_ia.c) */
         bool app_watched;               /* in its epoll of application polls (dto_ia.c) */
         uint32_t slot;                  /* ... at this slot */
+        int peer_watch;                 /* its peer process's watch (peer_watch.h), or -1 */
+        bool peer_exit_pending;         /* that process exited: to be told (dto_ia.c) */
         unsigned poll_events;           /* what epoll watches its channel for; 0: not in it */
         bool off_epoll;                 /* its channel left the epoll for good (dto_ia_quiet) */
         /* The progress thread armed the channel without data (its receive

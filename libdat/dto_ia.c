@@ -14,6 +14,7 @@
 #include "libdat/dto_engine.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -29,7 +30,6 @@
  * kind of descriptor in bits 0..1. */
 enum {
         EV_CHANNEL = 0,
-        EV_PIDFD = 1,
         EV_DATD = 2,
         EV_CONTROL = 3,
 };
@@ -39,6 +39,8 @@ enum {
 #define EV_KICK_KEY ((uint64_t)EV_CONTROL | 4u)
 /* The low half of channel_closer.h's keys. */
 #define EV_CLOSER_TAG ((uint32_t)EV_CONTROL | 8u)
+/* The low byte of peer_watch.h's keys. */
+#define EV_PEER_TAG ((uint8_t)(EV_CONTROL | 12u))
 
 static uint64_t slot_key(uint32_t slot, uint32_t gen, unsigned kind)
 {
@@ -65,6 +67,7 @@ int dto_ia_init(struct dto_ia *t)
         }
         dat_lock_init(&t->lock);
         channel_closer_init(&t->closer, t->epfd, EV_CLOSER_TAG);
+        peer_watch_init(&t->peers, t->epfd, EV_PEER_TAG);
         t->initialized = true;
         return 0;
 }
@@ -74,6 +77,7 @@ void dto_ia_fini(struct dto_ia *t)
         if (!t->initialized)
                 return;
         channel_closer_fini(&t->closer);
+        peer_watch_fini(&t->peers);
         close(t->kick_fd);
         close(t->epfd);
         if (t->app_epfd >= 0)
@@ -85,11 +89,6 @@ void dto_ia_fini(struct dto_ia *t)
 static struct dto_ia *table_of(const struct dto_ep *d)
 {
         return &d->ia->dto;
-}
-
-static int t_epfd(const struct dto_ep *d)
-{
-        return d->ia->dto.epfd;
 }
 
 void dto_ia_close_channel(struct ia *ia, struct channel *ch)
@@ -227,12 +226,15 @@ int dto_ia_add(struct dto_ep *d)
         t->slots[slot].gen++;
         d->poll_events = d->ch->ops->poll_events(d->ch, true, false);
         d->rx_unwatched = false;
+        d->peer_watch = -1;
+        d->peer_exit_pending = false;
         __atomic_store_n(&d->off_epoll, false, __ATOMIC_RELAXED);
         r = watch(t, d->ch->poll_fd, d->poll_events,
                   slot_key(slot, t->slots[slot].gen, EV_CHANNEL));
-        if (r == 0 && d->ch->peer_pidfd >= 0)
-                r = watch(t, d->ch->peer_pidfd, EPOLLIN,
-                          slot_key(slot, t->slots[slot].gen, EV_PIDFD));
+        if (r == 0 && d->ch->peer_pidfd >= 0) {
+                r = peer_watch_hold(&t->peers, d->ch->peer_pid, d->ch->peer_pidfd);
+                d->peer_watch = r >= 0 ? r : -1;
+        }
         if (r < 0) {
                 (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
                 d->poll_events = 0;
@@ -300,8 +302,9 @@ void dto_ia_remove_nowait(struct dto_ep *d)
                 if (d->poll_events)
                         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->poll_fd, NULL);
                 d->poll_events = 0;
-                if (d->ch->peer_pidfd >= 0)
-                        (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
+                peer_watch_release(&t->peers, d->peer_watch);
+                d->peer_watch = -1;
+                d->peer_exit_pending = false;
                 d->registered = false;
         }
         dat_unlock(&t->lock);
@@ -355,8 +358,6 @@ static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock,
                                 d->peer_gone = true;
                                 dto_fail(d, "the peer process exited");
                                 moved = true;
-                        } else if (d->state == DTO_RUNNING) {
-                                (void)epoll_ctl(t_epfd(d), EPOLL_CTL_DEL, d->ch->peer_pidfd, NULL);
                         }
                 } else {
                         /* Only DTO work counts (the spin heuristic of the
@@ -602,12 +603,79 @@ static bool on_slot_event(struct dto_ia *t, uint64_t key, uint32_t events)
                         d->ch->ops->disarm(d->ch);
                 }
                 dat_unlock(&d->lock);
-                moved = step_locked(d, true, (key & EV_KIND_MASK) == EV_PIDFD, false, &b, &finish);
+                moved = step_locked(d, true, false, false, &b, &finish);
         }
         dat_unlock(&t->lock);
         evd_deferred_run(&b.deferred);
         if (d && finish)
                 step_finish(d);
+        return moved;
+}
+
+/* Whether the process of pidfd exited (or the pidfd is no good). */
+static bool pidfd_exited(int pidfd)
+{
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+        return poll(&p, 1, 0) != 0;
+}
+
+/* A peer process exited (peer_watch.h): its data paths take it as their
+ * peer's end (step_locked), a few at a time as poll_all finishes them.  A
+ * data path whose own pidfd says its peer lives went to another process
+ * that got the pid before the exit was heard of: it is watched anew. */
+static bool on_peer_exit(struct dto_ia *t, uint64_t key)
+{
+        bool moved = false, more;
+        int w;
+
+        dat_lock(&t->lock);
+        w = peer_watch_on_exit(&t->peers, key);
+        for (uint32_t i = 0; w >= 0 && i < t->slots_end; i++) {
+                struct dto_ep *d = t->slots[i].d;
+                int r;
+
+                if (!d || d->peer_watch != w)
+                        continue;
+                d->peer_watch = -1;
+                if (pidfd_exited(d->ch->peer_pidfd)) {
+                        d->peer_exit_pending = true;
+                        continue;
+                }
+                r = peer_watch_hold(&t->peers, d->ch->peer_pid, d->ch->peer_pidfd);
+                d->peer_watch = r >= 0 ? r : -1;
+        }
+        dat_unlock(&t->lock);
+        if (w < 0)
+                return false;
+        do {
+                struct dto_ep *ended[POLL_FAILED_MAX];
+                unsigned n = 0;
+                struct dto_batch b;
+
+                DTO_BATCH_EMPTY(b);
+                more = false;
+                dat_lock(&t->lock);
+                for (uint32_t i = 0; i < t->slots_end; i++) {
+                        struct dto_ep *d = t->slots[i].d;
+                        bool finish;
+
+                        if (!d || !d->peer_exit_pending)
+                                continue;
+                        if (n == POLL_FAILED_MAX) {
+                                more = true;
+                                break;
+                        }
+                        d->peer_exit_pending = false;
+                        moved |= step_locked(d, true, true, false, &b, &finish);
+                        if (finish)
+                                ended[n++] = d;
+                }
+                dat_unlock(&t->lock);
+                evd_deferred_run(&b.deferred);
+                for (unsigned k = 0; k < n; k++)
+                        step_finish(ended[k]);
+        } while (more);
         return moved;
 }
 
@@ -802,6 +870,8 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                                 }
                         } else if (channel_closer_key_is_ours(&t->closer, key)) {
                                 channel_closer_on_event(&t->closer, key);
+                        } else if (peer_watch_key_is_ours(&t->peers, key)) {
+                                moved |= on_peer_exit(t, key);
                         } else {
                                 moved |= on_slot_event(t, key, evs[i].events);
                         }

@@ -207,6 +207,102 @@ Test(DTO_SUITE(teardown), a_peer_that_disconnects_in_order_and_exits_at_once_is_
         dto_run(NULL, staying, leaving_at_once, NULL);
 }
 
+/* dto.h: the death of a peer process breaks each connection to it, told
+ * by the data path alone (datd is stopped meanwhile).  On shm by the one
+ * watch libdat keeps on that process (peer_watch.h), which outlives the
+ * process's connections -- these are its second ones, made after the
+ * first all ended -- and serves every connection to it: a child of the
+ * dying peer holds its descriptors, so that no doorbell hangs up (the
+ * other way a shm channel hears of the end); on tcp by the end of the
+ * stream. */
+#define PEER_EPS 3
+/* The child's bound, should the survivor not end it (it failed): longer
+ * than the survivor waits for an event, so that its exit, which hangs the
+ * doorbells up, tells nothing in time. */
+#define HOLDER_S (2 * DTO_WAIT_US / 1000000)
+
+static void reset_all(struct dto_side *s)
+{
+        for (unsigned i = 0; i < PEER_EPS; i++) {
+                DTO_ASSERT_EQ(dat_ep_reset(s->ep[i]), DAT_SUCCESS);
+                DTO_ASSERT_EQ(dto_ep_state(s->ep[i]), DAT_EP_STATE_UNCONNECTED);
+        }
+        if (s->role == DTO_SERVER) {
+                DTO_ASSERT_EQ(dat_psp_free(s->psp), DAT_SUCCESS);
+                s->psp = DAT_HANDLE_NULL;
+        }
+}
+
+/* Connects, disconnects every EP in order, and connects them again. */
+static void connect_twice(struct dto_side *s)
+{
+        dto_connect(s);
+        dto_barrier(s);
+        if (s->role == DTO_CLIENT)
+                for (unsigned i = 0; i < PEER_EPS; i++)
+                        DTO_ASSERT_EQ(dat_ep_disconnect(s->ep[i], DAT_CLOSE_GRACEFUL_FLAG),
+                                      DAT_SUCCESS);
+        for (unsigned i = 0; i < PEER_EPS; i++)
+                dto_expect_conn_event(s, DAT_CONNECTION_EVENT_DISCONNECTED);
+        reset_all(s);
+        dto_barrier(s);
+        dto_connect(s);
+}
+
+static void dying_peer(struct dto_side *s, void *arg)
+{
+        pid_t holder = 0;
+
+        (void)arg;
+        connect_twice(s);
+        if (dto_transport() == DTO_SHM) {
+                holder = fork();
+                DTO_ASSERT(holder >= 0);
+                if (holder == 0) {
+                        alarm(HOLDER_S);
+                        for (;;)
+                                pause();
+                }
+        }
+        dto_put_u64(s, (uint64_t)holder);
+        dto_barrier(s);
+        dto_die(s);
+}
+
+static void outliving_peer(struct dto_side *s, void *arg)
+{
+        bool broken[PEER_EPS] = { false };
+
+        pid_t holder;
+
+        (void)arg;
+        connect_twice(s);
+        holder = (pid_t)dto_get_u64(s);
+        datds_signal(SIGSTOP);
+        dto_barrier(s);
+        for (unsigned n = 0; n < PEER_EPS; n++) {
+                DAT_EVENT ev = dto_expect_conn_event(s, DAT_CONNECTION_EVENT_BROKEN);
+                unsigned i = 0;
+
+                while (i < PEER_EPS && s->ep[i] != ev.event_data.connect_event_data.ep_handle)
+                        i++;
+                DTO_ASSERTF(i < PEER_EPS && !broken[i], "BROKEN for EP %p: none of ours, or twice",
+                            ev.event_data.connect_event_data.ep_handle);
+                broken[i] = true;
+                DTO_ASSERT_EQ(dto_ep_state(s->ep[i]), DAT_EP_STATE_DISCONNECTED);
+        }
+        if (holder > 0)
+                (void)kill(holder, SIGKILL);
+        datds_signal(SIGCONT);
+}
+
+Test(DTO_SUITE(teardown), a_dead_peer_breaks_each_connection_to_it_made_after_earlier_ones)
+{
+        struct dto_config cfg = { .n_eps = PEER_EPS, .no_connect = true };
+
+        dto_run(&cfg, outliving_peer, dying_peer, NULL);
+}
+
 /* ---- abrupt disconnect -------------------------------------------------------- */
 
 static void abrupt_requests_server(struct dto_side *s, void *arg)

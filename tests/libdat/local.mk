@@ -18,7 +18,8 @@ libdat_tests = \
 	tests/libdat/test_ia_open \
 	tests/libdat/test_ia \
 	tests/libdat/test_dat_lock \
-	tests/libdat/test_raw_syscall
+	tests/libdat/test_raw_syscall \
+	tests/libdat/test_peer_watch
 check_PROGRAMS += $(libdat_tests)
 TESTS += $(libdat_tests)
 
@@ -58,4 +59,8 @@ tests_libdat_test_dat_lock_LDADD = $(libdat_test_core)
 tests_libdat_test_raw_syscall_SOURCES = tests/libdat/test_raw_syscall.c
 tests_libdat_test_raw_syscall_CFLAGS = $(libdat_test_cflags)
 tests_libdat_test_raw_syscall_LDADD = $(libdat_test_core)
+
+tests_libdat_test_peer_watch_SOURCES = tests/libdat/test_peer_watch.c
+tests_libdat_test_peer_watch_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_peer_watch_LDADD = $(libdat_test_core)
 endif
