@@ -43,6 +43,15 @@ static void entry_end(struct peer_watch *w, uint32_t i)
                 w->n--;
 }
 
+/* Ends every watch without data paths. */
+static void end_idle(struct peer_watch *w)
+{
+        for (uint32_t i = w->n; i-- > 0;)
+                if (w->v[i].pid != 0 && w->v[i].users == 0)
+                        entry_end(w, i);
+        w->n_idle = 0;
+}
+
 void peer_watch_fini(struct peer_watch *w)
 {
         for (uint32_t i = w->n; i-- > 0;)
@@ -85,8 +94,13 @@ int peer_watch_hold(struct peer_watch *w, pid_t pid, int pidfd)
                 }
                 slot = w->n;
         }
-        /* Our own descriptor: the channel's goes with the channel. */
+        /* Our own descriptor: the channel's goes with the channel.  At the
+         * process's limit of descriptors, those of idle watches go first. */
         fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && w->n_idle > 0) {
+                end_idle(w);
+                fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+        }
         if (fd < 0)
                 return -errno;
         e = &w->v[slot];

@@ -8,6 +8,8 @@
  * connection to the same peer, the usual case (one client, one server,
  * many connections), costs no system call; it goes when its process
  * exits, or at once when more than PEER_WATCH_IDLE_MAX have no data path.
+ * Each watch holds a descriptor (a duplicate of the first channel's
+ * pidfd): those of idle ones are given up when the process runs out.
  * Part of struct dto_ia, under its lock. */
 #ifndef DATD_LIBDAT_PEER_WATCH_H
 #define DATD_LIBDAT_PEER_WATCH_H

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -221,6 +222,44 @@ Test(peer_watch, watches_without_data_paths_are_bounded)
         peer_watch_fini(&w);
         close(epfd);
         children_end();
+}
+
+Test(peer_watch, at_the_descriptor_limit_idle_watches_give_theirs_up)
+{
+        int epfd = epoll_create1(EPOLL_CLOEXEC);
+        struct rlimit saved, none;
+        struct peer_watch w;
+        int fc, lowest_free, i;
+        pid_t c;
+
+        peer_watch_init(&w, epfd, TAG);
+        for (unsigned k = 0; k < 2; k++) {
+                pid_t p = child_new();
+                int fd = pidfd_of(p);
+
+                i = peer_watch_hold(&w, p, fd);
+                cr_assert_geq(i, 0);
+                close(fd);
+                peer_watch_release(&w, i);
+        }
+        c = child_new();
+        fc = pidfd_of(c);
+        /* No descriptor left to the process: the limit at its lowest free one. */
+        lowest_free = dup(0);
+        cr_assert_geq(lowest_free, 0);
+        close(lowest_free);
+        cr_assert_eq(getrlimit(RLIMIT_NOFILE, &saved), 0);
+        none = saved;
+        none.rlim_cur = (rlim_t)lowest_free;
+        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &none), 0);
+        i = peer_watch_hold(&w, c, fc);
+        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &saved), 0);
+        cr_assert_geq(i, 0, "watched with the descriptor of an idle watch: %d", i);
+        cr_assert_eq(w.n_idle, 0);
+        cr_assert_eq(epoll_entries(epfd), 1);
+        close(fc);
+        peer_watch_fini(&w);
+        close(epfd);
 }
 
 Test(peer_watch, no_process_no_watch)
