@@ -392,6 +392,18 @@ static void step_finish(struct dto_ep *d)
         __atomic_sub_fetch(&d->users, 1, __ATOMIC_ACQ_REL);
 }
 
+/* Ends a round of steps under the table's lock: drops it, delivers what
+ * the steps batched, and finishes the n data paths that need it.  Inline
+ * in poll_all, as poll_all is. */
+static _always_inline_ void round_end(struct dto_ia *t, struct dto_batch *b,
+                                      struct dto_ep *const *ended, unsigned n)
+{
+        dat_unlock(&t->lock);
+        evd_deferred_run(&b->deferred);
+        for (unsigned i = 0; i < n; i++)
+                step_finish(ended[i]);
+}
+
 /* Polls every data path of the table (application threads: trylock, skip
  * what is busy).  Those that need finishing are finished after the table's
  * lock drops; at most a few per call, the rest next time. */
@@ -462,10 +474,7 @@ static _always_inline_ bool poll_all(struct dto_ia *t, bool wait, bool first_rec
                 if (f)
                         failed[n_failed++] = d;
         }
-        dat_unlock(&t->lock);
-        evd_deferred_run(&b.deferred);
-        for (unsigned i = 0; i < n_failed; i++)
-                step_finish(failed[i]);
+        round_end(t, &b, failed, n_failed);
         return moved;
 }
 
@@ -671,10 +680,7 @@ static bool on_peer_exit(struct dto_ia *t, uint64_t key)
                         if (finish)
                                 ended[n++] = d;
                 }
-                dat_unlock(&t->lock);
-                evd_deferred_run(&b.deferred);
-                for (unsigned k = 0; k < n; k++)
-                        step_finish(ended[k]);
+                round_end(t, &b, ended, n);
         } while (more);
         return moved;
 }
