@@ -109,12 +109,14 @@ int shm_link_init(void *mem, size_t size, uint32_t ring_size);
  * the empty rings' counters are the file's zeros.  0, -EINVAL, or -errno. */
 int shm_link_init_fd(int fd, size_t size, uint32_t ring_size);
 
-/* datd: lays a used region file out afresh for another connection, by
- * pwrite: the header, each ring's control block and the header word of its
- * first record; what the rings held before is never read again (a
- * consumer reads only records the producer published after zeroing the
- * header word that follows them).  Only when neither end touches the
- * region any more.  0, -EINVAL, or -errno. */
+/* datd: lays a used region file out afresh for another connection, in
+ * two writes without mapping it: the header (all of it, as shm_link_init
+ * lays it out), each ring's control block and the first cell of its data,
+ * where the header word of its first record goes; nothing else.  What the
+ * rings held before is never read again (a consumer reads only records
+ * the producer published after zeroing the header word that follows
+ * them).  Only when neither end touches the region any more.  0, -EINVAL,
+ * or -errno. */
 int shm_link_reset_fd(int fd, size_t size, uint32_t ring_size);
 
 /* libdat: checks the region header against what datd said (size,

@@ -1235,6 +1235,50 @@ Test(shm_link, no_wake_up_is_lost_when_messages_arrive_as_the_reader_goes_to_sle
         fixture_free(&f);
 }
 
+/* datd's reset of a kept channel (shm_link_reset_fd): over a region every
+ * byte of which a connection (or a peer that meant harm) left dirty, the
+ * header is again what shm_link_init makes, each ring's control block and
+ * the first cell of its data are zero, and not a byte beyond them is
+ * written (what the rings held is never read again); both ends then
+ * attach and carry bytes. */
+Test(shm_link, a_reset_lays_a_dirty_region_out_as_init_does_and_writes_no_more)
+{
+        size_t size = shm_link_region_size(RING), rounded, mapped;
+        size_t span = (size - SHM_LINK_HEADER) / 2;
+        struct fixture ref = fixture_new(RING);
+        unsigned char *mem;
+        struct shm_link a, b;
+        char out[5] = "pong", in[5] = { 0 };
+        void *m;
+        int fd;
+
+        cr_assert_eq(shm_region_create_unmapped(size, &fd, &rounded), 0);
+        cr_assert_eq(shm_region_map(fd, rounded, &m, &mapped), 0);
+        mem = m;
+        memset(mem, 0xab, rounded);
+        cr_assert_eq(shm_link_reset_fd(fd, rounded - 4096, RING), -EINVAL, "a region too small");
+        cr_assert_eq(mem[0], 0xab, "refused: nothing written");
+        cr_assert_eq(shm_link_reset_fd(fd, rounded, RING), 0);
+        cr_assert_eq(memcmp(mem, ref.mem, SHM_LINK_HEADER), 0, "the header shm_link_init makes");
+        for (unsigned r = 0; r < 2; r++) {
+                const unsigned char *ring = mem + SHM_LINK_HEADER + r * span;
+
+                for (size_t i = 0; i < CTL_SIZE + CELL; i++)
+                        cr_assert_eq(ring[i], 0, "ring %u: byte %zu of its control block "
+                                                 "or first cell", r, i);
+                cr_assert_eq(ring[CTL_SIZE + CELL], 0xab, "ring %u: nothing past the first cell", r);
+                cr_assert_eq(ring[span - 1], 0xab, "ring %u: its last byte untouched", r);
+        }
+        cr_assert_eq(end_attach(&ref, mem, 0, &a), 0);
+        cr_assert_eq(end_attach(&ref, mem, 1, &b), 0);
+        cr_assert_eq(shm_link_writev(&b, &(struct iovec){ out, 4 }, 1), 4);
+        cr_assert_eq(shm_link_readv(&a, &(struct iovec){ in, 4 }, 1), 4);
+        cr_assert_str_eq(in, "pong");
+        shm_region_unmap(mem, mapped);
+        close(fd);
+        fixture_free(&ref);
+}
+
 /* datd's way (shm_link_init_fd): a header written by pwrite into a fresh
  * unmapped region is the same layout shm_link_init makes in memory, and
  * both ends attach to it and carry bytes. */
