@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 struct peer_watch_entry {
-        pid_t pid;                      /* 0: free */
+        bool in_use;
+        pid_t pid;                      /* 0: not known (datd's namespace) */
         int pidfd;                      /* ours (a duplicate), in the epoll */
         uint32_t users;                 /* data paths to the process */
         uint32_t gen;                   /* counts the entry's uses: stale keys */
@@ -36,10 +37,11 @@ static void entry_end(struct peer_watch *w, uint32_t i)
 
         (void)epoll_ctl(w->epfd, EPOLL_CTL_DEL, e->pidfd, NULL);
         close(e->pidfd);
+        e->in_use = false;
         e->pid = 0;
         e->pidfd = -1;
         e->users = 0;
-        while (w->n > 0 && w->v[w->n - 1].pid == 0)
+        while (w->n > 0 && !w->v[w->n - 1].in_use)
                 w->n--;
 }
 
@@ -47,7 +49,7 @@ static void entry_end(struct peer_watch *w, uint32_t i)
 static void end_idle(struct peer_watch *w)
 {
         for (uint32_t i = w->n; i-- > 0;)
-                if (w->v[i].pid != 0 && w->v[i].users == 0)
+                if (w->v[i].in_use && w->v[i].users == 0)
                         entry_end(w, i);
         w->n_idle = 0;
 }
@@ -55,7 +57,7 @@ static void end_idle(struct peer_watch *w)
 void peer_watch_fini(struct peer_watch *w)
 {
         for (uint32_t i = w->n; i-- > 0;)
-                if (w->v[i].pid != 0)
+                if (w->v[i].in_use)
                         entry_end(w, i);
         free(w->v);
         w->v = NULL;
@@ -69,15 +71,17 @@ int peer_watch_hold(struct peer_watch *w, pid_t pid, int pidfd)
         struct epoll_event ev = { .events = EPOLLIN };
         int fd;
 
-        if (pid <= 0 || pidfd < 0)
+        if (pidfd < 0)
                 return -EINVAL;
+        /* A process datd could not name (another PID namespace) is
+         * watched alone. */
         for (i = 0; i < w->n; i++) {
-                if (w->v[i].pid == pid) {
+                if (w->v[i].in_use && pid > 0 && w->v[i].pid == pid) {
                         if (w->v[i].users++ == 0)
                                 w->n_idle--;
                         return (int)i;
                 }
-                if (w->v[i].pid == 0 && slot == UINT32_MAX)
+                if (!w->v[i].in_use && slot == UINT32_MAX)
                         slot = i;
         }
         if (slot == UINT32_MAX) {
@@ -112,7 +116,8 @@ int peer_watch_hold(struct peer_watch *w, pid_t pid, int pidfd)
                 close(fd);
                 return r;
         }
-        e->pid = pid;
+        e->in_use = true;
+        e->pid = pid > 0 ? pid : 0;
         e->pidfd = fd;
         e->users = 1;
         if (slot == w->n)
@@ -124,7 +129,7 @@ void peer_watch_release(struct peer_watch *w, int i)
 {
         struct peer_watch_entry *e;
 
-        if (i < 0 || (uint32_t)i >= w->n || w->v[i].pid == 0 || w->v[i].users == 0)
+        if (i < 0 || (uint32_t)i >= w->n || !w->v[i].in_use || w->v[i].users == 0)
                 return;
         e = &w->v[i];
         if (--e->users > 0)
@@ -143,7 +148,7 @@ int peer_watch_on_exit(struct peer_watch *w, uint64_t key)
         if (i >= w->n)
                 return -1;
         e = &w->v[i];
-        if (e->pid == 0 || (e->gen & GEN_MASK) != (((uint32_t)key >> 8) & GEN_MASK))
+        if (!e->in_use || (e->gen & GEN_MASK) != (((uint32_t)key >> 8) & GEN_MASK))
                 return -1;
         if (e->users == 0)
                 w->n_idle--;

@@ -25,7 +25,7 @@ struct peer_watch_entry;
 
 struct peer_watch {
         struct peer_watch_entry *v;
-        uint32_t n, cap;                /* v[0..n) are in use or free (pid 0) */
+        uint32_t n, cap;                /* v[0..n) are in use or free */
         uint32_t n_idle;                /* in use without a data path */
         int epfd;                       /* the progress thread's epoll; not ours */
         uint8_t key_tag;                /* the low byte of every epoll key of ours */
@@ -39,7 +39,8 @@ void peer_watch_init(struct peer_watch *w, int epfd, uint8_t key_tag);
 void peer_watch_fini(struct peer_watch *w);
 
 /* One more data path to process pid, of which pidfd (the caller's, not
- * taken) is a pidfd: the index of its watch, or -errno (nothing held). */
+ * taken) is a pidfd: the index of its watch, or -errno (nothing held).
+ * pid 0 (datd could not name the process): a watch of its own. */
 int peer_watch_hold(struct peer_watch *w, pid_t pid, int pidfd);
 
 /* One data path fewer on watch i. */

@@ -262,13 +262,38 @@ Test(peer_watch, at_the_descriptor_limit_idle_watches_give_theirs_up)
         close(epfd);
 }
 
+/* A peer datd could not name (pid 0: another PID namespace) shares no
+ * watch, and its exit still ends its own. */
+Test(peer_watch, a_peer_without_a_pid_is_watched_alone)
+{
+        int epfd = epoll_create1(EPOLL_CLOEXEC);
+        struct peer_watch w;
+        pid_t a = child_new(), b = child_new();
+        int fa = pidfd_of(a), fb = pidfd_of(b);
+        int ia, ib;
+
+        peer_watch_init(&w, epfd, TAG);
+        ia = peer_watch_hold(&w, 0, fa);
+        ib = peer_watch_hold(&w, 0, fb);
+        cr_assert_geq(ia, 0);
+        cr_assert_geq(ib, 0);
+        cr_assert_neq(ia, ib, "two unnamed processes: two watches");
+        cr_assert_eq(epoll_entries(epfd), 2);
+        close(fa);
+        close(fb);
+        child_end(b);
+        cr_assert_eq(peer_watch_on_exit(&w, next_key(epfd)), ib);
+        cr_assert_eq(epoll_entries(epfd), 1);
+        peer_watch_fini(&w);
+        close(epfd);
+}
+
 Test(peer_watch, no_process_no_watch)
 {
         int epfd = epoll_create1(EPOLL_CLOEXEC);
         struct peer_watch w;
 
         peer_watch_init(&w, epfd, TAG);
-        cr_assert_eq(peer_watch_hold(&w, 0, 0), -EINVAL);
         cr_assert_eq(peer_watch_hold(&w, getpid(), -1), -EINVAL);
         cr_assert_eq(peer_watch_hold(&w, getpid(), 999999), -EBADF);
         cr_assert_eq(w.n, 0);
