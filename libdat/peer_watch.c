@@ -120,8 +120,9 @@ int peer_watch_hold(struct peer_watch *w, pid_t pid, int pidfd)
         e->pid = pid > 0 ? pid : 0;
         e->pidfd = fd;
         e->users = 1;
-        if (slot == w->n)
-                w->n++;
+        /* Past the end, also when end_idle shortened it meanwhile. */
+        if (slot >= w->n)
+                w->n = slot + 1;
         return (int)slot;
 }
 

@@ -258,6 +258,10 @@ Test(peer_watch, at_the_descriptor_limit_idle_watches_give_theirs_up)
         cr_assert_eq(w.n_idle, 0);
         cr_assert_eq(epoll_entries(epfd), 1);
         close(fc);
+        /* A watch like any other: its exit is told and ends it. */
+        child_end(c);
+        cr_assert_eq(peer_watch_on_exit(&w, next_key(epfd)), i);
+        cr_assert_eq(epoll_entries(epfd), 0);
         peer_watch_fini(&w);
         close(epfd);
 }
