@@ -111,6 +111,15 @@ static uint64_t next_key(int epfd)
         return ev.data.u64;
 }
 
+/* pid (a child of ours) exits: its watch, index i, is told and ends;
+ * `left` registrations remain. */
+static void expect_exit_told(struct peer_watch *w, int epfd, pid_t pid, int i, unsigned left)
+{
+        child_end(pid);
+        cr_assert_eq(peer_watch_on_exit(w, next_key(epfd)), i);
+        cr_assert_eq(epoll_entries(epfd), left);
+}
+
 Test(peer_watch, one_registration_per_process_kept_while_it_lives)
 {
         int epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -259,9 +268,7 @@ Test(peer_watch, at_the_descriptor_limit_idle_watches_give_theirs_up)
         cr_assert_eq(epoll_entries(epfd), 1);
         close(fc);
         /* A watch like any other: its exit is told and ends it. */
-        child_end(c);
-        cr_assert_eq(peer_watch_on_exit(&w, next_key(epfd)), i);
-        cr_assert_eq(epoll_entries(epfd), 0);
+        expect_exit_told(&w, epfd, c, i, 0);
         peer_watch_fini(&w);
         close(epfd);
 }
@@ -285,9 +292,7 @@ Test(peer_watch, a_peer_without_a_pid_is_watched_alone)
         cr_assert_eq(epoll_entries(epfd), 2);
         close(fa);
         close(fb);
-        child_end(b);
-        cr_assert_eq(peer_watch_on_exit(&w, next_key(epfd)), ib);
-        cr_assert_eq(epoll_entries(epfd), 1);
+        expect_exit_told(&w, epfd, b, ib, 1);
         peer_watch_fini(&w);
         close(epfd);
 }

@@ -1235,6 +1235,20 @@ Test(shm_link, no_wake_up_is_lost_when_messages_arrive_as_the_reader_goes_to_sle
         fixture_free(&f);
 }
 
+/* Both ends attach to the region at mem (laid out as ref's) and carry a
+ * message from side `from` to the other. */
+static void ends_carry(struct fixture *ref, void *mem, unsigned from)
+{
+        struct shm_link end[2];
+        char out[5] = "ping", in[5] = { 0 };
+
+        cr_assert_eq(end_attach(ref, mem, 0, &end[0]), 0);
+        cr_assert_eq(end_attach(ref, mem, 1, &end[1]), 0);
+        cr_assert_eq(shm_link_writev(&end[from], &(struct iovec){ out, 4 }, 1), 4);
+        cr_assert_eq(shm_link_readv(&end[1 - from], &(struct iovec){ in, 4 }, 1), 4);
+        cr_assert_str_eq(in, "ping");
+}
+
 /* datd's reset of a kept channel (shm_link_reset_fd): over a region every
  * byte of which a connection (or a peer that meant harm) left dirty, the
  * header is again what shm_link_init makes, each ring's control block and
@@ -1247,8 +1261,6 @@ Test(shm_link, a_reset_lays_a_dirty_region_out_as_init_does_and_writes_no_more)
         size_t span = (size - SHM_LINK_HEADER) / 2;
         struct fixture ref = fixture_new(RING);
         unsigned char *mem;
-        struct shm_link a, b;
-        char out[5] = "pong", in[5] = { 0 };
         void *m;
         int fd;
 
@@ -1269,11 +1281,7 @@ Test(shm_link, a_reset_lays_a_dirty_region_out_as_init_does_and_writes_no_more)
                 cr_assert_eq(ring[CTL_SIZE + CELL], 0xab, "ring %u: nothing past the first cell", r);
                 cr_assert_eq(ring[span - 1], 0xab, "ring %u: its last byte untouched", r);
         }
-        cr_assert_eq(end_attach(&ref, mem, 0, &a), 0);
-        cr_assert_eq(end_attach(&ref, mem, 1, &b), 0);
-        cr_assert_eq(shm_link_writev(&b, &(struct iovec){ out, 4 }, 1), 4);
-        cr_assert_eq(shm_link_readv(&a, &(struct iovec){ in, 4 }, 1), 4);
-        cr_assert_str_eq(in, "pong");
+        ends_carry(&ref, mem, 1);
         shm_region_unmap(mem, mapped);
         close(fd);
         fixture_free(&ref);
@@ -1286,8 +1294,6 @@ Test(shm_link, header_written_without_a_mapping_matches_the_mapped_layout)
 {
         size_t size = shm_link_region_size(RING), rounded;
         struct fixture ref = fixture_new(RING);
-        struct shm_link a, b;
-        char out[5] = "ping", in[5] = { 0 };
         void *mem;
         size_t mapped;
         int fd;
@@ -1299,11 +1305,7 @@ Test(shm_link, header_written_without_a_mapping_matches_the_mapped_layout)
         cr_assert_eq(shm_region_map(fd, rounded, &mem, &mapped), 0);
         cr_assert_eq(mapped, rounded);
         cr_assert_eq(memcmp(mem, ref.mem, rounded), 0, "the same bytes as shm_link_init's");
-        cr_assert_eq(end_attach(&ref, mem, 0, &a), 0);
-        cr_assert_eq(end_attach(&ref, mem, 1, &b), 0);
-        cr_assert_eq(shm_link_writev(&a, &(struct iovec){ out, 4 }, 1), 4);
-        cr_assert_eq(shm_link_readv(&b, &(struct iovec){ in, 4 }, 1), 4);
-        cr_assert_str_eq(in, "ping");
+        ends_carry(&ref, mem, 0);
         shm_region_unmap(mem, mapped);
         close(fd);
         fixture_free(&ref);
