@@ -33,7 +33,6 @@ enum {
         EV_DATD = 2,
         EV_CONTROL = 3,
 };
-#define EV_KIND_MASK 3u
 #define EVENTS_MAX 64
 #define EV_STOP_KEY ((uint64_t)EV_CONTROL)
 #define EV_KICK_KEY ((uint64_t)EV_CONTROL | 4u)
@@ -589,7 +588,8 @@ static int arm_all(struct dto_ia *t)
         return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
 }
 
-/* A channel or pidfd event.  Returns whether DTO work was done. */
+/* A channel's event (the only slot keys: peer processes have their own,
+ * peer_watch.h).  Returns whether DTO work was done. */
 static bool on_slot_event(struct dto_ia *t, uint64_t key, uint32_t events)
 {
         struct dto_batch b;
@@ -601,7 +601,7 @@ static bool on_slot_event(struct dto_ia *t, uint64_t key, uint32_t events)
         d = slot_lookup(t, key);
         if (d) {
                 dat_lock(&d->lock);
-                if (d->state == DTO_RUNNING && (key & EV_KIND_MASK) == EV_CHANNEL) {
+                if (d->state == DTO_RUNNING) {
                         /* A hang-up stays reported as long as the
                          * descriptor is watched: this thread would spin. */
                         if ((events & (EPOLLHUP | EPOLLERR)) && d->ch->ops->hangup) {

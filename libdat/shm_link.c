@@ -114,28 +114,7 @@ size_t shm_link_region_size(uint32_t ring_size)
         return SHM_LINK_HEADER + 2 * ring_span(ring_size);
 }
 
-int shm_link_init(void *mem, size_t size, uint32_t ring_size)
-{
-        struct shm_link_header *h = mem;
-        size_t need = shm_link_region_size(ring_size);
-
-        if (mem == NULL || need == 0 || size < need || (uintptr_t)mem % LINK_CTL_SIZE != 0)
-                return -EINVAL;
-        /* Header and both control blocks; the data bytes need no value. */
-        memset(mem, 0, SHM_LINK_HEADER);
-        for (unsigned r = 0; r < 2; r++) {
-                h->ring_offset[r] = SHM_LINK_HEADER + r * ring_span(ring_size);
-                memset((unsigned char *)mem + h->ring_offset[r], 0, sizeof(struct shm_link_ring));
-        }
-        h->version = SHM_LINK_VERSION;
-        h->ring_size = ring_size;
-        /* Last: a peer that attaches sees the magic only over a whole header. */
-        __atomic_store_n(&h->magic, SHM_LINK_MAGIC, __ATOMIC_RELEASE);
-        return 0;
-}
-
-/* The region header as shm_link_init lays it out.  Nobody has the file
- * yet (or touches it any more): the order of the fields does not matter. */
+/* The region header every way of laying a region out writes. */
 static void header_fill(struct shm_link_header *h, uint32_t ring_size)
 {
         memset(h, 0, sizeof(*h));
@@ -144,6 +123,32 @@ static void header_fill(struct shm_link_header *h, uint32_t ring_size)
         h->version = SHM_LINK_VERSION;
         h->ring_size = ring_size;
         h->magic = SHM_LINK_MAGIC;
+}
+
+/* A region of size bytes holds the link of ring_size. */
+static bool region_fits(size_t size, uint32_t ring_size)
+{
+        size_t need = shm_link_region_size(ring_size);
+
+        return need != 0 && size >= need;
+}
+
+int shm_link_init(void *mem, size_t size, uint32_t ring_size)
+{
+        struct shm_link_header *h = mem, fresh;
+
+        if (mem == NULL || !region_fits(size, ring_size) || (uintptr_t)mem % LINK_CTL_SIZE != 0)
+                return -EINVAL;
+        header_fill(&fresh, ring_size);
+        fresh.magic = 0;
+        /* Header and both control blocks; the data bytes need no value. */
+        memset(mem, 0, SHM_LINK_HEADER);
+        memcpy(h, &fresh, sizeof(fresh));
+        for (unsigned r = 0; r < 2; r++)
+                memset((unsigned char *)mem + h->ring_offset[r], 0, sizeof(struct shm_link_ring));
+        /* Last: a peer that attaches sees the magic only over a whole header. */
+        __atomic_store_n(&h->magic, SHM_LINK_MAGIC, __ATOMIC_RELEASE);
+        return 0;
 }
 
 /* pwritev of all of iov at off: 0, -errno, or -EIO when it fell short. */
@@ -165,9 +170,9 @@ static int write_all_at(int fd, const struct iovec *iov, int n, off_t off)
 int shm_link_init_fd(int fd, size_t size, uint32_t ring_size)
 {
         struct shm_link_header h;
-        size_t need = shm_link_region_size(ring_size);
 
-        if (fd < 0 || need == 0 || size < need)
+        /* Nobody has the file yet: the order of the fields does not matter. */
+        if (fd < 0 || !region_fits(size, ring_size))
                 return -EINVAL;
         header_fill(&h, ring_size);
         return write_all_at(fd, &(struct iovec){ &h, sizeof(h) }, 1, 0);
@@ -179,10 +184,9 @@ int shm_link_reset_fd(int fd, size_t size, uint32_t ring_size)
          * word a consumer polls first must say "no record" again. */
         static const unsigned char zero[LINK_CTL_SIZE + LINK_CELL];
         struct shm_link_header h;
-        size_t need = shm_link_region_size(ring_size);
         int r;
 
-        if (fd < 0 || need == 0 || size < need)
+        if (fd < 0 || !region_fits(size, ring_size))
                 return -EINVAL;
         header_fill(&h, ring_size);
         /* Ring 0 follows the header: both in one call (the header's rest
@@ -205,7 +209,7 @@ void shm_link_prefault(void *mem, size_t size, uint32_t ring_size)
         size_t end[2] = { SHM_LINK_HEADER, SHM_LINK_HEADER + ring_span(ring_size) };
         size_t start[2] = { 0, end[1] };
 
-        if (!ring_size_allowed(ring_size) || size < shm_link_region_size(ring_size))
+        if (!region_fits(size, ring_size))
                 return;
         for (unsigned r = 0; r < 2; r++) {
                 end[r] += LINK_CTL_SIZE + SHM_LINK_RING_MIN;
@@ -249,8 +253,8 @@ int shm_link_attach(void *mem, size_t size, uint32_t ring_size, unsigned side, i
         uint64_t off[2];
         int r;
 
-        if (mem == NULL || out == NULL || side > 1 || !ring_size_allowed(ring_size) ||
-            size < shm_link_region_size(ring_size) || (uintptr_t)mem % LINK_CTL_SIZE != 0)
+        if (mem == NULL || out == NULL || side > 1 || !region_fits(size, ring_size) ||
+            (uintptr_t)mem % LINK_CTL_SIZE != 0)
                 return -EINVAL;
         if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SHM_LINK_MAGIC ||
             __atomic_load_n(&h->version, __ATOMIC_RELAXED) != SHM_LINK_VERSION ||
