@@ -6,7 +6,9 @@ Input (the run's work directory):
   meta.txt      key=value facts about the machine and the run
   notes.txt     one line per skipped peer, failed run or warning
   manifest.tsv  one line per run: rep, path, kind, stack, size, status, log,
-                server command, client command
+                server command, client command; the kinds paired-* are the
+                short runs paired by the machine's mode (paired-probe the
+                probes between them), read in manifest order
   logs/         each run's output
 
 Five kinds of output are read:
@@ -283,6 +285,82 @@ def collect(work):
     return samples, runs, scale
 
 
+# The paired runs (run-peers' paired_same and paired_cross): short runs of
+# each stack, each between two probes (the floor's 8 B ping-pong), in
+# manifest order.  A probe within PAIRED_FAST_MAX of the run's fastest probe
+# says the fast mode, one from PAIRED_SLOW_MIN times it on the slow mode (the
+# two are about 4x apart on this VM); a run counts in a mode only when both
+# its probes say that mode.
+PAIRED_FAST_MAX = 1.6
+PAIRED_SLOW_MIN = 2.5
+MODES = ("fast", "slow")
+
+
+def probe_value(text):
+    for line in text.splitlines():
+        if line.startswith("name=shm_pingpong"):
+            kv = parse_kv(line)
+            if kv.get("mode") == "busy" and "half_rtt_us_median" in kv:
+                return float(kv["half_rtt_us_median"])
+    return None
+
+
+def collect_paired(work):
+    """({(mode, path, measure, wait, stack, size): [run medians]}, {mode: [probe medians]})."""
+    seq = []
+    with open(os.path.join(work, "manifest.tsv")) as f:
+        for line in f:
+            rep, path, kind, stack_id, size, rc, log, scmd, ccmd = line.rstrip("\n").split("\t")
+            if not kind.startswith("paired-"):
+                continue
+            try:
+                with open(log, errors="replace") as lf:
+                    text = lf.read()
+            except OSError:
+                text = ""
+            kind = kind[len("paired-"):]
+            if kind == "probe":
+                seq.append(("probe", probe_value(text) if rc == "0" else None))
+                continue
+            rows = []
+            if rc == "0":
+                if kind == "floor":
+                    rows = parse_floor(path, text)
+                elif kind == "fi":
+                    rows = parse_fi(path, stack_id, int(size), text)
+                elif kind == "ucx":
+                    rows = parse_ucx(stack_id, text)
+                elif kind == "datd":
+                    rows = parse_datd(path, text)[0]
+            seq.append(("run", path, rows))
+    probes = [e[1] for e in seq if e[0] == "probe" and e[1]]
+    values, probe_modes = {}, {m: [] for m in MODES}
+    if not probes:
+        return values, probe_modes
+    lo = min(probes)
+
+    def mode_of(v):
+        if not v:
+            return None
+        return "fast" if v <= PAIRED_FAST_MAX * lo else "slow" if v >= PAIRED_SLOW_MIN * lo else None
+
+    for v in probes:
+        if mode_of(v):
+            probe_modes[mode_of(v)].append(v)
+    for i, e in enumerate(seq):
+        if e[0] != "run" or i == 0 or i + 1 >= len(seq) or seq[i - 1][0] != "probe" or seq[i + 1][0] != "probe":
+            continue
+        mode = mode_of(seq[i - 1][1])
+        if mode is None or mode != mode_of(seq[i + 1][1]):
+            continue
+        for measure, wait, stack, sz, m, _ in e[2]:
+            # The raw TCP floors stand for RDMA too in the main tables;
+            # the paired targets compare sends only.
+            if m is not None and not stack.endswith("(the floor)"):
+                values.setdefault((mode, e[1], measure, wait, stack, sz), []).append(m)
+    return values, probe_modes
+
+
 def med(values):
     return statistics.median(values) if values else None
 
@@ -406,7 +484,15 @@ def verdict(value, bar, lower_is_better):
     return "**missed**", "%.0f%% below the bar (%.2f\u00d7 it)" % (100 * (1 - value / bar), value / bar)
 
 
-def targets(results, scale):
+def paired_stack(values, mode, path, prefix, suffix):
+    """The name of the paired runs' stack starting with prefix and ending with suffix."""
+    for (m, p, _, _, stack, _) in values:
+        if m == mode and p == path and stack.startswith(prefix) and stack.endswith(suffix):
+            return stack
+    return None
+
+
+def targets(results, scale, paired):
     """Rows: (target, datd, bar, verdict, by how much)."""
     rows = []
 
@@ -416,45 +502,72 @@ def targets(results, scale):
                      bar_text % (fmt(bar, unit) + " " + unit_label(unit)) if bar is not None
                      else bar_text % DASH, v, how))
 
-    # Same-host latency twice: on the median of the repetitions, and on
-    # each stack's best repetition.  This VM moves between a fast and a
-    # slow mode from one repetition to the next, every stack and the
-    # floor alike (the placement of its two vCPUs): the medians can
-    # compare a stack's slow mode with another's fast one, the best
-    # repetitions compare each in its fast mode.
-    # The floor is the fastest a cache line goes back and forth on this
-    # machine: its best repetition in both, as a repetition in the slow
-    # mode is no floor (a median floor of 0.24 us once made 0.29 "met").
+    # Same-host latency on the median of the repetitions, and on the runs
+    # paired by the machine's mode.  This VM moves between a fast and a slow
+    # mode every few seconds, every stack and the floor alike (the placement
+    # of its two vCPUs): the medians can compare a stack's slow mode with
+    # another's fast one; the paired runs compare each mode with itself.
+    # The floor of the medians is the fastest a cache line goes back and
+    # forth on this machine: its best repetition, as a repetition in the
+    # slow mode is no floor (a median floor of 0.24 us once made 0.29
+    # "met"); in a mode, the floor is that mode's probes.
     floor8 = lookup(results, "same", "lat_send", "poll", SHM_FLOOR, 8, "best")
-    for key, how in (("median", ""), ("best", ", each stack's best repetition")):
+    for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
+        add("shm: 8 B %s half round trip (polling) within 2\u00d7 the cache-line floor" % name,
+            lookup(results, "same", measure, "poll", "datd", 8), 2 * floor8 if floor8 else None, "us", True,
+            "\u2264 %s (2 \u00d7 the floor)")
+    peers = [lookup(results, "same", "lat_send", "poll", s, 8) for s in
+             (fi_stack(results, "same"), ucx_stack(results, "same", "tag_lat")) if s]
+    peers = [p for p in peers if p is not None]
+    add("shm: 8 B send/recv (polling) no slower than the best of libfabric shm and UCX",
+        lookup(results, "same", "lat_send", "poll", "datd", 8), min(peers) if peers else None,
+        "us", True, "\u2264 %s (the best of them)")
+    put = ucx_stack(results, "same", "ucp_put_lat")
+    add("shm: 8 B RDMA write (polling) no slower than UCX's put",
+        lookup(results, "same", "lat_write", "poll", "datd", 8),
+        lookup(results, "same", "lat_write", "poll", put, 8) if put else None, "us", True, "\u2264 %s")
+    values, probe_modes = paired
+    for mode in MODES:
+        floor = med(probe_modes[mode])
+        if floor is None:
+            continue
+        how = "polling, runs paired by the machine's mode: %s, floor %s \u00b5s" % (mode, fmt(floor, "us"))
+
+        def pv(path, measure, stack, size, wait="poll"):
+            return med(values.get((mode, path, measure, wait, stack, size), []))
+
         for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
-            d = lookup(results, "same", measure, "poll", "datd", 8, key)
-            add("shm: 8 B %s half round trip (polling%s) within 2\u00d7 the cache-line floor" % (name, how),
-                d, 2 * floor8 if floor8 else None, "us", True, "\u2264 %s (2 \u00d7 the floor)")
-        peers = [lookup(results, "same", "lat_send", "poll", s, 8, key) for s in
-                 (fi_stack(results, "same"), ucx_stack(results, "same", "tag_lat")) if s]
+            add("shm: 8 B %s half round trip (%s) within 2\u00d7 the cache-line floor" % (name, how),
+                pv("same", measure, "datd", 8), 2 * floor, "us", True, "\u2264 %s (2 \u00d7 the floor)")
+        peers = [pv("same", "lat_send", s, 8) for s in
+                 (paired_stack(values, mode, "same", "libfabric", ", mean"),
+                  paired_stack(values, mode, "same", "UCX", " tag_lat")) if s]
         peers = [p for p in peers if p is not None]
-        add("shm: 8 B send/recv (polling%s) no slower than the best of libfabric shm and UCX" % how,
-            lookup(results, "same", "lat_send", "poll", "datd", 8, key), min(peers) if peers else None,
-            "us", True, "\u2264 %s (the best of them)")
-        put = ucx_stack(results, "same", "ucp_put_lat")
-        add("shm: 8 B RDMA write (polling%s) no slower than UCX's put" % how,
-            lookup(results, "same", "lat_write", "poll", "datd", 8, key),
-            lookup(results, "same", "lat_write", "poll", put, 8, key) if put else None, "us", True,
+        add("shm: 8 B send/recv (%s) no slower than the best of libfabric shm and UCX" % how,
+            pv("same", "lat_send", "datd", 8), min(peers) if peers else None, "us", True,
+            "\u2264 %s (the best of them)")
+        put = paired_stack(values, mode, "same", "UCX", " ucp_put_lat")
+        add("shm: 8 B RDMA write (%s) no slower than UCX's put" % how,
+            pv("same", "lat_write", "datd", 8), pv("same", "lat_write", put, 8) if put else None, "us", True,
             "\u2264 %s")
+        for size in (8, 64):
+            tcp = pv("cross", "lat_send", TCP_LAT, size)
+            add("tcp: %s send/recv (%s) within 10%% of raw TCP ping-pong" % (size_label(size, "lat_send"), how),
+                pv("cross", "lat_send", "datd", size), 1.1 * tcp if tcp else None, "us", True, "\u2264 %s")
+        tcp = pv("cross", "bw_send", TCP_LAT, 65536)
+        add("tcp: 64 KiB send streaming (%s; raw TCP polling too) \u2265 90%% of raw TCP streaming" % how,
+            pv("cross", "bw_send", "datd", 65536), 0.9 * tcp if tcp else None, "gbps", False, "\u2265 %s")
     vmw = lookup(results, "same", "bw_write", "-", "floor: process_vm_writev", 1048576)
     add("shm: 1 MiB RDMA write \u2265 90% of process_vm_writev",
         lookup(results, "same", "bw_write", "poll", "datd", 1048576), 0.9 * vmw if vmw else None, "gbps", False,
         "\u2265 %s")
     # The veth path has the same two modes (raw TCP at 3.9 or 6.1 us a few
-    # seconds apart): the best repetitions compare each in its fast mode.
-    for key, how in (("median", ""), ("best", ", each stack's best repetition")):
-        for size in (8, 64, 1024, 4096):
-            tcp = lookup(results, "cross", "lat_send", "poll", TCP_LAT, size, key)
-            add("tcp: %s send/recv (polling%s) within 10%% of raw TCP ping-pong" % (
-                size_label(size, "lat_send"), how),
-                lookup(results, "cross", "lat_send", "poll", "datd", size, key), 1.1 * tcp if tcp else None,
-                "us", True, "\u2264 %s")
+    # seconds apart): the paired runs above compare each mode with itself.
+    for size in (8, 64, 1024, 4096):
+        tcp = lookup(results, "cross", "lat_send", "poll", TCP_LAT, size)
+        add("tcp: %s send/recv (polling) within 10%% of raw TCP ping-pong" % size_label(size, "lat_send"),
+            lookup(results, "cross", "lat_send", "poll", "datd", size), 1.1 * tcp if tcp else None,
+            "us", True, "\u2264 %s")
     for measure, name, stack in (("bw_send", "send", TCP_LAT),
                                  ("bw_write", "RDMA write", TCP_LAT + " streaming (the floor)"),
                                  ("bw_read", "RDMA read", TCP_LAT + " streaming (the floor)")):
@@ -481,6 +594,28 @@ def targets(results, scale):
         add("datd: `datctl%s ep list` with 100 000 endpoints under 1 s" % (" --json" if mode == "json" else ""),
             scale_value(scale, "datctl-ep-list", "datctl_ep_list_" + mode), 1.0, "s", True, "< %s")
     return rows
+
+
+def paired_lines(paired):
+    """The paired runs, by mode: what the targets above compare within a mode."""
+    values, probe_modes = paired
+    if not values:
+        return ["## Runs paired by the machine's mode", "", "(No paired run in this run.)", ""]
+    md = ["## Runs paired by the machine's mode", "",
+          "Short runs of each stack, each between two probes: the floor's 8 B ping-pong (20000 hops, a few "
+          "milliseconds). A probe within %.1f\u00d7 the run's fastest says the fast mode, one from %.1f\u00d7 "
+          "it the slow mode; a run counts where both its probes agree. Each value is the median of the runs "
+          "in that mode (each run's own median)." % (PAIRED_FAST_MAX, PAIRED_SLOW_MIN), "",
+          "| mode | probes (median, count) | path | measure | stack | size | median | runs |",
+          "|---|--:|---|---|---|--:|--:|--:|"]
+    for k, v in sorted(values.items(), key=lambda kv: (MODES.index(kv[0][0]), str(kv[0][1:]))):
+        mode, path, measure, wait, stack, size = k
+        unit = next(u for m, _, u, _ in MEASURES if m == measure)
+        md.append("| %s | %s \u00b5s, %d | %s | %s%s | %s | %s | %s %s | %d |" % (
+            mode, fmt(med(probe_modes[mode]), "us"), len(probe_modes[mode]), path, measure,
+            "" if wait in ("-", "poll") else " (%s)" % wait, stack, size_label(size, measure),
+            fmt(med(v), unit), unit_label(unit), len(v)))
+    return md + [""]
 
 
 def unit_label(unit):
@@ -511,7 +646,7 @@ def scale_lines(scale):
     return lines if any_value else lines + ["", "(datd's scale was not measured in this run.)"]
 
 
-def write_markdown(out, work, meta, notes, results, runs, scale):
+def write_markdown(out, work, meta, notes, results, runs, scale, paired):
     md = ["# datd benchmark results", "",
           "Written by `bench/run-peers` (see bench/README.md); do not edit by hand. Reproduce with:",
           "", "```sh", "bench/run-peers%s    # as root" % (
@@ -540,11 +675,14 @@ def write_markdown(out, work, meta, notes, results, runs, scale):
     if notes:
         md += ["## Notes from the run", ""] + ["- %s" % n for n in notes] + [""]
     md += ["## The targets (issue 7)", "",
-           "Judged from this run's medians, and for latency also from each stack's best repetition (this "
-           "machine moves between a fast and a slow mode, see bench/README.md). The bar is computed from the "
-           "peer measured in the same run; the cache-line floor is its best repetition.", "",
+           "Judged from this run's medians, and for the latency and 64 KiB streaming targets also from "
+           "short runs paired by the machine's mode (it moves between a fast and a slow mode every few "
+           "seconds, see below and bench/README.md). The bar is computed from the peer measured in the same "
+           "run; the cache-line floor of the medians is its best repetition, that of a mode the probes "
+           "that said it.", "",
            "| target | datd | bar | verdict | by how much |", "|---|--:|--:|---|---|"]
-    md += ["| %s |" % " | ".join(r) for r in targets(results, scale)] + [""]
+    md += ["| %s |" % " | ".join(r) for r in targets(results, scale, paired)] + [""]
+    md += paired_lines(paired)
     md += ["## datd's scale", "",
            "A datd started for the measure alone; its resident set (VmRSS) read before and after "
            "`datbench scale` made the objects, divided by their number (connections: both ends' "
@@ -613,6 +751,7 @@ def main():
     with open(os.path.join(a.work, "notes.txt")) as f:
         notes = [n.strip() for n in f if n.strip()]
     samples, runs, scale = collect(a.work)
+    paired = collect_paired(a.work)
     notes += DATD_NOTES
     results = []
     for (path, measure, wait, stack, size), s in sorted(samples.items(), key=lambda kv: str(kv[0])):
@@ -622,12 +761,16 @@ def main():
                         "reps_median": s["median"], "reps_p99": s["p99"]})
     with open(a.json, "w") as f:
         json.dump({"machine": meta, "notes": notes, "results": results, "runs": runs,
+                   "paired": {"probes": paired[1],
+                              "runs": [{"mode": k[0], "path": k[1], "measure": k[2], "wait": k[3],
+                                        "stack": k[4], "size": k[5], "values": v}
+                                       for k, v in sorted(paired[0].items(), key=lambda kv: str(kv[0]))]},
                    "datd_scale": [{"stack": k[0], "name": k[1], "values": [x for x, _ in v],
                                    "count": v[0][1]} for k, v in sorted(scale.items())],
                    "targets": [dict(zip(("target", "datd", "bar", "verdict", "by"), t))
-                               for t in targets(results, scale)]}, f, indent=1)
+                               for t in targets(results, scale, paired)]}, f, indent=1)
         f.write("\n")
-    write_markdown(a.out, a.work, meta, notes, results, runs, scale)
+    write_markdown(a.out, a.work, meta, notes, results, runs, scale, paired)
     if not results:
         print("results.py: no result was parsed", file=sys.stderr)
         return 1
