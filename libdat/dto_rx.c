@@ -654,15 +654,16 @@ static enum lend_result lend(struct dto_ep *d)
         return LEND_LENT;
 }
 
-/* Moves up to max bytes of the stash into dst; returns how many.  The lent
- * bytes go back to the channel once all are taken. */
-static size_t stash_take(struct dto_ep *d, void *dst, size_t max)
+/* Where the stash's next byte is: in the lent bytes or in our own. */
+static inline const unsigned char *stash_at(const struct dto_ep *d)
 {
-        size_t k = d->rx_stash_len - d->rx_stash_off;
+        return (d->rx_lent ? d->rx_lent : d->rx_stash) + d->rx_stash_off;
+}
 
-        if (k > max)
-                k = max;
-        memcpy(dst, (d->rx_lent ? d->rx_lent : d->rx_stash) + d->rx_stash_off, k);
+/* Past k bytes of the stash, taken.  The lent bytes go back to the channel
+ * once all are taken. */
+static inline void stash_advance(struct dto_ep *d, size_t k)
+{
         d->rx_stash_off += (uint32_t)k;
         /* Nothing behind the lent bytes: no more reads this poll, as after
          * a short read. */
@@ -670,6 +671,17 @@ static size_t stash_take(struct dto_ep *d, void *dst, size_t max)
                 d->rx_drained = !d->ch->ops->consume(d->ch, !d->rx_one_record);
                 d->rx_lent = NULL;
         }
+}
+
+/* Moves up to max bytes of the stash into dst; returns how many. */
+static size_t stash_take(struct dto_ep *d, void *dst, size_t max)
+{
+        size_t k = d->rx_stash_len - d->rx_stash_off;
+
+        if (k > max)
+                k = max;
+        memcpy(dst, stash_at(d), k);
+        stash_advance(d, k);
         return k;
 }
 
@@ -787,7 +799,10 @@ static bool header_from_stash(struct dto_ep *d, bool *moved)
                 return false;
         if (d->rx_stash_len - d->rx_stash_off < sizeof(d->rx))
                 return false;
-        stash_take(d, &d->rx, sizeof(d->rx));
+        /* Of constant size, the copy is a few moves (stash_take's is a
+         * call into the C library, on every frame). */
+        memcpy(&d->rx, stash_at(d), sizeof(d->rx));
+        stash_advance(d, sizeof(d->rx));
         *moved = true;
         return true;
 }
