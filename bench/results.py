@@ -231,6 +231,20 @@ def read_meta(work):
     return meta
 
 
+def parse_rows(kind, path, stack_id, size, text):
+    """A run's rows (measure, wait, stack, size, median, p99) by the kind of
+    its output, and datbench's scale values {name: (value, count)}."""
+    if kind == "floor":
+        return parse_floor(path, text), {}
+    if kind == "fi":
+        return parse_fi(path, stack_id, int(size), text), {}
+    if kind == "ucx":
+        return parse_ucx(stack_id, text), {}
+    if kind == "datd":
+        return parse_datd(path, text)
+    return [], {}
+
+
 def collect(work):
     """{(path, measure, wait, stack, size): {"median": [...], "p99": [...]}}, the
     runs, and datd's scale {(stack, name): [values]}."""
@@ -245,14 +259,8 @@ def collect(work):
                     text = lf.read()
             except OSError:
                 continue
-            if kind == "floor":
-                rows = parse_floor(path, text)
-            elif kind == "fi":
-                rows = parse_fi(path, stack_id, int(size), text)
-            elif kind == "ucx":
-                rows = parse_ucx(stack_id, text)
-            elif kind == "datd":
-                rows, values = parse_datd(path, text)
+            rows, values = parse_rows(kind, path, stack_id, size, text)
+            if kind == "datd":
                 try:
                     with open(log[:-len(".log")] + ".server.log", errors="replace") as sf:
                         text += sf.read()
@@ -268,14 +276,11 @@ def collect(work):
                 for name, (v, count) in values.items():
                     scale.setdefault((stack_id, name), []).append((v, count))
             elif kind == "datctl":
-                rows = []
                 for line in text.splitlines():
                     if line.startswith("name="):
                         kv = parse_kv(line)
                         scale.setdefault((stack_id, "%s_%s" % (kv["name"], kv["mode"])), []).append(
                             (float(kv["seconds"]), int(kv["eps"])))
-            else:
-                rows = []
             for measure, wait, stack, sz, med, p99 in rows:
                 s = samples.setdefault((path, measure, wait, stack, sz), {"median": [], "p99": []})
                 if med is not None:
@@ -322,17 +327,7 @@ def collect_paired(work):
             if kind == "probe":
                 seq.append(("probe", probe_value(text) if rc == "0" else None))
                 continue
-            rows = []
-            if rc == "0":
-                if kind == "floor":
-                    rows = parse_floor(path, text)
-                elif kind == "fi":
-                    rows = parse_fi(path, stack_id, int(size), text)
-                elif kind == "ucx":
-                    rows = parse_ucx(stack_id, text)
-                elif kind == "datd":
-                    rows = parse_datd(path, text)[0]
-            seq.append(("run", path, rows))
+            seq.append(("run", path, parse_rows(kind, path, stack_id, size, text)[0] if rc == "0" else []))
     probes = [e[1] for e in seq if e[0] == "probe" and e[1]]
     values, probe_modes = {}, {m: [] for m in MODES}
     if not probes:
