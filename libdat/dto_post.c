@@ -22,6 +22,7 @@
 #include "libdat/ep.h"
 #include "libdat/ia.h"
 #include "libdat/lmr.h"
+#include "libdat/mem_ctx.h"
 #include "libdat/pz.h"
 #include "libdat/rmr.h"
 
@@ -58,14 +59,23 @@ static inline void copy_triplets(DAT_LMR_TRIPLET *to, const DAT_LMR_TRIPLET *fro
  * an lmr_context no LMR of the IA has, or one lacking the privilege:
  * DAT_PRIVILEGES_VIOLATION; an LMR of another PZ: DAT_PROTECTION_VIOLATION;
  * a segment outside its LMR sets *outside (the callers refuse it with
- * DAT_INVALID_PARAMETER).  *total gets the bytes. */
-static DAT_RETURN check_segments(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *iov,
-                                 DAT_MEM_PRIV_FLAGS priv, uint64_t *total, bool *outside)
+ * DAT_INVALID_PARAMETER).  *total gets the bytes.  A single segment in the
+ * LMR the last such post found (seen) needs no lookup. */
+static DAT_RETURN check_segments(struct ep *ep, struct lmr_seen *seen, DAT_COUNT n,
+                                 const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS priv, uint64_t *total,
+                                 bool *outside)
 {
         struct ia *ia = ep_ia(ep);
+        uint32_t releases;
 
-        *total = 0;
         *outside = false;
+        if (n == 1 && lmr_seen_covers(seen, ep->pz, iov, priv)) {
+                *total = iov->segment_length;
+                return DAT_SUCCESS;
+        }
+        /* Before the lookups: a release after this read shows (lmr_seen.h). */
+        releases = mem_ctx_release_count();
+        *total = 0;
         for (DAT_COUNT i = 0; i < n; i++) {
                 struct lmr *lmr = NULL;
                 DAT_RETURN r = lmr_find_by_context(ia, iov[i].lmr_context, iov[i].virtual_address,
@@ -82,6 +92,10 @@ static DAT_RETURN check_segments(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPL
                 }
                 if (!ep_pz_is(ep, &lmr->pz->obj))
                         return DAT_ERR(DAT_PROTECTION_VIOLATION, DAT_NO_SUBTYPE);
+                if (n == 1)
+                        lmr_seen_keep(seen, releases, ep->pz, iov->lmr_context, lmr->privileges,
+                                      lmr->registered_address,
+                                      lmr->registered_address + lmr->registered_length);
                 *total += iov[i].segment_length;
         }
         return DAT_SUCCESS;
@@ -228,7 +242,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
          * no local-read access flag): DAPL's own programs send from LMRs
          * registered DAT_MEM_PRIV_LOCAL_WRITE_FLAG only.  What lands in
          * local memory needs local write. */
-        ret = check_segments(ep, a->n, a->iov,
+        ret = check_segments(ep, &ep->seen_request, a->n, a->iov,
                              a->kind == DTO_REQ_READ || a->kind == DTO_REQ_ATOMIC
                                      ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
                                      : DAT_MEM_PRIV_NONE_FLAG,
@@ -342,7 +356,7 @@ static DAT_RETURN check_recv(struct ep *ep, DAT_COUNT n, const DAT_LMR_TRIPLET *
             ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
              !(ep->attr.recv_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG)))
                 return DAT_ERR_ARG(5);
-        ret = check_segments(ep, n, iov, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &total, &outside);
+        ret = check_segments(ep, &ep->seen_recv, n, iov, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &total, &outside);
         if (ret == DAT_SUCCESS && outside)
                 /* As dat_srq_post_recv does for a segment outside its LMR. */
                 ret = DAT_ERR_ARG(3);
@@ -358,11 +372,14 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         struct dto_recv *r;
         struct dto_ep *d;
         DAT_RETURN ret;
+        uint32_t releases;
         bool finish, kick;
 
         DTO_BATCH_EMPTY(b);
         if (!ep)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        /* Before the check: a release after this read shows at delivery. */
+        releases = mem_ctx_release_count();
         ret = check_recv(ep, num_segments, local_iov, completion_flags);
         if (ret != DAT_SUCCESS)
                 return ret;
@@ -378,6 +395,7 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         r->cookie = user_cookie;
         r->flags = completion_flags;
         r->nseg = (uint32_t)num_segments;
+        r->checked_at = releases;
         r->iov = &d->rq_iov[(size_t)((d->rq_head + d->rq_count) & d->recv_mask) * d->recv_iov_max];
         copy_triplets(r->iov, local_iov, num_segments);
         __atomic_add_fetch(&ep->recv_outstanding, 1, __ATOMIC_RELAXED);

@@ -18,6 +18,7 @@
 #include "libdat/ep.h"
 #include "libdat/ia.h"
 #include "libdat/lmr.h"
+#include "libdat/mem_ctx.h"
 #include "libdat/pz.h"
 #include "libdat/rmr.h"
 #include "libdat/srq.h"
@@ -898,8 +899,10 @@ static bool next_recv_holds(struct dto_ep *d, struct iovec *to)
             d->rnr_deadline_ns || d->rq[d->rq_head].nseg != 1)
                 return false;
         t = d->rq[d->rq_head].iov;
+        /* dat_ep_post_recv checked the LMR; no LMR (no memory context)
+         * released since, it is still there. */
         if (t->segment_length < d->rx.len ||
-            (t->segment_length > 0 &&
+            (t->segment_length > 0 && d->rq[d->rq_head].checked_at != mem_ctx_release_count() &&
              lmr_find_by_context(d->ia, t->lmr_context, t->virtual_address, t->segment_length,
                                  DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &lmr) != DAT_SUCCESS))
                 return false;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "libdat/lmr_seen.h"
 #include "libdat/handle.h"
 #include "proto/datp.h"
 
@@ -90,6 +91,9 @@ struct ep {
 
         /* The data path (dto.h), made at the first DTO or connection. */
         struct dto_ep *dto;
+        /* The LMRs the last posts found good (lmr_seen.h): requests', receives'. */
+        struct lmr_seen seen_request;
+        struct lmr_seen seen_recv;
 
         /* Pins (ep_pin_locked): threads that found the EP under
          * dat_object_lock and go on using it without the lock (the

@@ -31,6 +31,7 @@ static struct ctx_slot *chunks[MAX_CHUNKS];     /* atomic pointers, written unde
 static uint32_t n_slots;
 static uint32_t free_head, free_tail;           /* FIFO of free slots, index + 1, 0 = empty */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+uint32_t mem_ctx_releases;
 
 static struct ctx_slot *slot_at(uint32_t index)
 {
@@ -174,6 +175,9 @@ void mem_ctx_release(uint32_t slot)
         __atomic_store_n(&s->ctx[MEM_CTX_LOCAL], 0, __ATOMIC_RELEASE);
         __atomic_store_n(&s->ctx[MEM_CTX_REMOTE], 0, __ATOMIC_RELEASE);
         __atomic_store_n(&s->owner, NULL, __ATOMIC_RELEASE);
+        /* After the contexts stop resolving: a count read later finds them
+         * gone (mem_ctx_release_count). */
+        __atomic_add_fetch(&mem_ctx_releases, 1, __ATOMIC_RELEASE);
         slot_give_back(slot);
         pthread_mutex_unlock(&table_lock);
 }

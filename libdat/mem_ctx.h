@@ -57,6 +57,20 @@ void mem_ctx_revoke(uint32_t slot, enum mem_ctx_role role);
 /* Withdraws both contexts and gives the slot back. */
 void mem_ctx_release(uint32_t slot);
 
+/* How many slots have been released (mem_ctx_release), each after its
+ * contexts stopped resolving.  A caller that reads it, then finds a
+ * context, knows while it reads the same count again that the context
+ * still names the same object: no context was withdrawn in between, and
+ * a slot's local context changes only by its release.  The receive path
+ * checks a posted receive's LMR that way instead of finding it again (a
+ * lookup on every message). */
+extern uint32_t mem_ctx_releases;
+
+static inline uint32_t mem_ctx_release_count(void)
+{
+        return __atomic_load_n(&mem_ctx_releases, __ATOMIC_ACQUIRE);
+}
+
 /* The object whose published context of that role is ctx, or NULL. */
 struct dat_object *mem_ctx_find(uint32_t ctx, enum mem_ctx_role role);
 

@@ -844,3 +844,86 @@ Test(DTO_SUITE(refuse), segment_outside_its_lmr_is_refused)
 {
         dto_run(NULL, round_trip_server, outside_lmr_client, NULL);
 }
+
+/* A post from the LMR the previous post used skips the lookup
+ * (libdat/lmr_seen.h): what it skips must still be refused.  Requests: a
+ * segment past the LMR's end, a privilege the LMR lacks (an RDMA Read
+ * into a read-only LMR a Write was just sent from), the LMR once freed.
+ * Receives: the same, after a receive into the LMR completed.  Each
+ * refusal follows an accepted post of the same lmr_context. */
+static void seen_lmr_client(struct dto_side *s, void *arg)
+{
+        struct dto_mem m = dto_mem_new(s, DAT_HANDLE_NULL, 4096, DAT_MEM_PRIV_ALL_FLAG);
+        struct dto_mem ro = dto_mem_new(s, DAT_HANDLE_NULL, 4096, DAT_MEM_PRIV_LOCAL_READ_FLAG);
+        DAT_LMR_TRIPLET in = dto_iov(&m, 0, 100), past = dto_iov(&m, m.len - 50, 50);
+        DAT_LMR_TRIPLET r = dto_iov(&ro, 0, 100);
+        DAT_RMR_TRIPLET remote = remote_for(s, &in, 1);
+
+        (void)arg;
+        past.segment_length = 100; /* 50 bytes past the LMR's end */
+        dto_rdma_write_wait(s, s->ep[0], &in, 1, 1, &remote);
+        expect_type(do_write(s, &past, 1), DAT_INVALID_PARAMETER, "rdma_write past the LMR just used");
+        expect_type(do_send(s, &past, 1), DAT_INVALID_PARAMETER, "send past the LMR just used");
+        dto_rdma_write_wait(s, s->ep[0], &r, 1, 2, &remote);
+        expect_type(do_read(s, &r, 1), DAT_PRIVILEGES_VIOLATION,
+                    "rdma_read into the read-only LMR a write just used");
+        dto_post_recv(s, s->ep[0], &in, 1, 3);
+        expect_type(do_recv(s, &past, 1), DAT_INVALID_PARAMETER, "recv past the LMR just used");
+        dto_barrier(s);                 /* the server sends into it (its last write landed) */
+        dto_expect_recv(s, s->ep[0], 3, 100);
+        dto_verify(m.buf, 100, 77);
+        DTO_ASSERT_EQ(dat_lmr_free(m.lmr), DAT_SUCCESS);
+        m.lmr = DAT_HANDLE_NULL;
+        expect_type(do_write(s, &in, 1), DAT_PRIVILEGES_VIOLATION, "rdma_write from a freed LMR");
+        expect_type(do_recv(s, &in, 1), DAT_PRIVILEGES_VIOLATION, "recv into a freed LMR");
+        refusals_then_round_trip(s);
+        dto_mem_free(&m);
+        dto_mem_free(&ro);
+}
+
+static void seen_lmr_server(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        dto_barrier(s);                 /* after the client's writes into our buffer */
+        dto_fill(s->mem.buf, 100, 77);
+        dto_send_wait(s, s->ep[0], (DAT_LMR_TRIPLET[]){ dto_iov(&s->mem, 0, 100) }, 1, 9);
+        round_trip_server(s, NULL);
+}
+
+Test(DTO_SUITE(refuse), a_post_after_one_from_the_same_lmr_is_still_checked)
+{
+        dto_run(NULL, seen_lmr_server, seen_lmr_client, NULL);
+}
+
+/* The same after the EP's PZ changed (dat_ep_modify, on an unconnected EP,
+ * where receives may be posted ahead): the LMR the last receive used is of
+ * the old PZ, DAT_PROTECTION_VIOLATION. */
+static void seen_lmr_pz_client(struct dto_side *s, void *arg)
+{
+        struct dto_mem m = dto_mem_new(s, DAT_HANDLE_NULL, 4096, DAT_MEM_PRIV_ALL_FLAG);
+        DAT_LMR_TRIPLET in = dto_iov(&m, 0, 100);
+        DAT_PZ_HANDLE pz2 = DAT_HANDLE_NULL;
+        DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+        DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+        DAT_EP_PARAM p = { 0 };
+
+        (void)arg;
+        DTO_ASSERT_EQ(dat_pz_create(s->ia, &pz2), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_evd_create(s->ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &evd), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_ep_create(s->ia, s->pz, evd, evd, s->conn_evd, NULL, &ep), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_ep_post_recv(ep, 1, &in, dto_cookie(1), 0), DAT_SUCCESS);
+        p.pz_handle = pz2;
+        DTO_ASSERT_EQ(dat_ep_modify(ep, DAT_EP_FIELD_PZ_HANDLE, &p), DAT_SUCCESS);
+        expect_type(dat_ep_post_recv(ep, 1, &in, dto_cookie(2), 0), DAT_PROTECTION_VIOLATION,
+                    "recv from the LMR just used, the EP's PZ changed since");
+        DTO_ASSERT_EQ(dat_ep_free(ep), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_evd_free(evd), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_pz_free(pz2), DAT_SUCCESS);
+        dto_mem_free(&m);
+        refusals_then_round_trip(s);
+}
+
+Test(DTO_SUITE(refuse), a_receive_after_one_from_the_same_lmr_is_checked_against_a_new_pz)
+{
+        dto_run(NULL, round_trip_server, seen_lmr_pz_client, NULL);
+}
