@@ -55,26 +55,15 @@ static inline void copy_triplets(DAT_LMR_TRIPLET *to, const DAT_LMR_TRIPLET *fro
                 memcpy(to, from, (size_t)n * sizeof(*from));
 }
 
-/* What the request's local segments may do (the man pages' return codes):
- * an lmr_context no LMR of the IA has, or one lacking the privilege:
- * DAT_PRIVILEGES_VIOLATION; an LMR of another PZ: DAT_PROTECTION_VIOLATION;
- * a segment outside its LMR sets *outside (the callers refuse it with
- * DAT_INVALID_PARAMETER).  *total gets the bytes.  A single segment in the
- * LMR the last such post found (seen) needs no lookup. */
-static DAT_RETURN check_segments(struct ep *ep, struct lmr_seen *seen, DAT_COUNT n,
-                                 const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS priv, uint64_t *total,
-                                 bool *outside)
+/* check_segments when the segments must be looked up. */
+static DAT_RETURN look_up_segments(struct ep *ep, struct lmr_seen *seen, DAT_COUNT n,
+                                   const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS priv, uint64_t *total,
+                                   bool *outside)
 {
         struct ia *ia = ep_ia(ep);
-        uint32_t releases;
-
-        *outside = false;
-        if (n == 1 && lmr_seen_covers(seen, ep->pz, iov, priv)) {
-                *total = iov->segment_length;
-                return DAT_SUCCESS;
-        }
         /* Before the lookups: a release after this read shows (lmr_seen.h). */
-        releases = mem_ctx_release_count();
+        uint32_t releases = mem_ctx_release_count();
+
         *total = 0;
         for (DAT_COUNT i = 0; i < n; i++) {
                 struct lmr *lmr = NULL;
@@ -99,6 +88,25 @@ static DAT_RETURN check_segments(struct ep *ep, struct lmr_seen *seen, DAT_COUNT
                 *total += iov[i].segment_length;
         }
         return DAT_SUCCESS;
+}
+
+/* What the request's local segments may do (the man pages' return codes):
+ * an lmr_context no LMR of the IA has, or one lacking the privilege:
+ * DAT_PRIVILEGES_VIOLATION; an LMR of another PZ: DAT_PROTECTION_VIOLATION;
+ * a segment outside its LMR sets *outside (the callers refuse it with
+ * DAT_INVALID_PARAMETER).  *total gets the bytes.  A single segment in the
+ * LMR the last such post found (seen) needs no lookup: inline, that case
+ * costs no call. */
+static inline DAT_RETURN check_segments(struct ep *ep, struct lmr_seen *seen, DAT_COUNT n,
+                                        const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS priv,
+                                        uint64_t *total, bool *outside)
+{
+        *outside = false;
+        if (n == 1 && lmr_seen_covers(seen, ep->pz, iov, priv)) {
+                *total = iov->segment_length;
+                return DAT_SUCCESS;
+        }
+        return look_up_segments(ep, seen, n, iov, priv, total, outside);
 }
 
 struct post_args {
