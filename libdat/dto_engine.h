@@ -78,7 +78,7 @@ struct dto_recv {
         DAT_DTO_COOKIE cookie;
         DAT_COMPLETION_FLAGS flags;
         uint32_t nseg;
-        uint32_t checked_at;            /* mem_ctx_release_count() before its LMRs were checked */
+        uint64_t checked_at;            /* mem_ctx_release_count() before its LMRs were checked */
         DAT_LMR_TRIPLET *iov;           /* its segments (in dto_ep.rq_iov, or rx_srq_iov) */
 };
 

@@ -62,7 +62,7 @@ static DAT_RETURN look_up_segments(struct ep *ep, struct lmr_seen *seen, DAT_COU
 {
         struct ia *ia = ep_ia(ep);
         /* Before the lookups: a release after this read shows (lmr_seen.h). */
-        uint32_t releases = mem_ctx_release_count();
+        uint64_t releases = mem_ctx_release_count();
 
         *total = 0;
         for (DAT_COUNT i = 0; i < n; i++) {
@@ -380,7 +380,7 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         struct dto_recv *r;
         struct dto_ep *d;
         DAT_RETURN ret;
-        uint32_t releases;
+        uint64_t releases;
         bool finish, kick;
 
         DTO_BATCH_EMPTY(b);

@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "libdat/lmr_seen.h"
 #include "libdat/handle.h"
+#include "libdat/lmr_seen.h"
 #include "proto/datp.h"
 
 struct ia;

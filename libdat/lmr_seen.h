@@ -29,7 +29,7 @@
 
 struct lmr_seen {
         uint32_t seq;                   /* odd while a post writes the rest */
-        uint32_t releases;              /* mem_ctx_release_count() before the lookup */
+        uint64_t releases;              /* mem_ctx_release_count() before the lookup */
         DAT_LMR_CONTEXT ctx;            /* 0: nothing kept (no context is 0) */
         DAT_MEM_PRIV_FLAGS privileges;  /* the LMR's */
         DAT_PZ_HANDLE pz;               /* the EP's, which was the LMR's */
@@ -61,7 +61,7 @@ static inline bool lmr_seen_covers(const struct lmr_seen *e, DAT_PZ_HANDLE pz, c
 /* Keeps what a lookup found good: the LMR of context ctx, registered
  * [lo, hi) with privileges, of the EP's PZ pz, found after reading the
  * release count `releases`. */
-static inline void lmr_seen_keep(struct lmr_seen *e, uint32_t releases, DAT_PZ_HANDLE pz,
+static inline void lmr_seen_keep(struct lmr_seen *e, uint64_t releases, DAT_PZ_HANDLE pz,
                                  DAT_LMR_CONTEXT ctx, DAT_MEM_PRIV_FLAGS privileges, DAT_VADDR lo,
                                  DAT_VADDR hi)
 {

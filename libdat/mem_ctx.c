@@ -31,7 +31,7 @@ static struct ctx_slot *chunks[MAX_CHUNKS];     /* atomic pointers, written unde
 static uint32_t n_slots;
 static uint32_t free_head, free_tail;           /* FIFO of free slots, index + 1, 0 = empty */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-uint32_t mem_ctx_releases;
+uint64_t mem_ctx_releases;
 
 static struct ctx_slot *slot_at(uint32_t index)
 {

@@ -58,15 +58,15 @@ void mem_ctx_revoke(uint32_t slot, enum mem_ctx_role role);
 void mem_ctx_release(uint32_t slot);
 
 /* How many slots have been released (mem_ctx_release), each after its
- * contexts stopped resolving.  A caller that reads it, then finds a
+ * contexts stopped resolving (64 bits: it never comes round again).  A caller that reads it, then finds a
  * context, knows while it reads the same count again that the context
  * still names the same object: no context was withdrawn in between, and
  * a slot's local context changes only by its release.  The receive path
  * checks a posted receive's LMR that way instead of finding it again (a
  * lookup on every message). */
-extern uint32_t mem_ctx_releases;
+extern uint64_t mem_ctx_releases;
 
-static inline uint32_t mem_ctx_release_count(void)
+static inline uint64_t mem_ctx_release_count(void)
 {
         return __atomic_load_n(&mem_ctx_releases, __ATOMIC_ACQUIRE);
 }
