@@ -724,7 +724,7 @@ def write_markdown(out, work, meta, notes, results, runs, scale, paired):
             if r[role]:
                 md.append("%-7s %s" % (role + ":", r[role].replace(work, "<work>")))
     md += ["```", ""]
-    for batch in ("ucx-lat.batch", "ucx-bw.batch"):
+    for batch in ("ucx-lat.batch", "ucx-bw.batch", "ucx-paired.batch"):
         try:
             with open(os.path.join(work, batch)) as f:
                 md += ["`<work>/%s` (ucx_perftest -b: label, then the test's options):" % batch, "",
