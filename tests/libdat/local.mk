@@ -19,7 +19,8 @@ libdat_tests = \
 	tests/libdat/test_ia \
 	tests/libdat/test_dat_lock \
 	tests/libdat/test_raw_syscall \
-	tests/libdat/test_peer_watch
+	tests/libdat/test_peer_watch \
+	tests/libdat/test_lmr_seen
 check_PROGRAMS += $(libdat_tests)
 TESTS += $(libdat_tests)
 
@@ -63,4 +64,8 @@ tests_libdat_test_raw_syscall_LDADD = $(libdat_test_core)
 tests_libdat_test_peer_watch_SOURCES = tests/libdat/test_peer_watch.c
 tests_libdat_test_peer_watch_CFLAGS = $(libdat_test_cflags)
 tests_libdat_test_peer_watch_LDADD = $(libdat_test_core)
+
+tests_libdat_test_lmr_seen_SOURCES = tests/libdat/test_lmr_seen.c
+tests_libdat_test_lmr_seen_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_lmr_seen_LDADD = $(libdat_test_core)
 endif
