@@ -1000,16 +1000,22 @@ static void send_ev_conn_kept(Conn *c, const char *why)
 }
 
 /* End c is up: its data channel (fd: its tcp socket, else -1; taken),
- * then ESTABLISHED; or both in one EV_CONN_KEPT for a reused channel. */
+ * then ESTABLISHED; or both in one EV_CONN_KEPT for a reused channel.
+ * Our copy of the socket is closed before ESTABLISHED goes: from the
+ * moment a process hears of the connection the socket is the two
+ * processes' alone, and the exit of one of them ends it even if datd
+ * stops or hangs right then (a datd stopped between the two once held
+ * an end open, and the survivor never heard of the exit). */
 static void send_established(Conn *c, int fd, const char *why)
 {
         if (c->shm && shm_region_kept(c->shm) && c->shm->sent) {
+                closep(&fd);
                 send_ev_conn_kept(c, why);
-        } else {
-                send_data_channel(c, fd);
-                send_ev_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, c->pd, c->pd_len, why);
+                return;
         }
+        send_data_channel(c, fd);
         closep(&fd);
+        send_ev_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, c->pd, c->pd_len, why);
 }
 
 static void establish_local(Conn *a, Conn *b, int fd_a, int fd_b)
@@ -1234,9 +1240,9 @@ static void passive_remote_check(Conn *x)
         x->ready = false;
         x->timer = sd_event_source_disable_unref(x->timer);
         send_data_channel(x, fd);
+        closep(&fd);    /* before ESTABLISHED: see send_established */
         send_ev_conn(x, DAT_CONNECTION_EVENT_ESTABLISHED, x->pd, x->pd_len, "accepted");
         x->pd = (free(x->pd), NULL);
-        closep(&fd);
         conn_release_link(x);
 }
 
@@ -1282,10 +1288,10 @@ static void active_remote_done(Conn *a)
         cm_tell(a->link, CM_READY, a->id, a->remote_id, CM_REASON_NONE, a->instance->client->peer.pid,
                 NULL, 0);
         send_data_channel(a, fd);
+        closep(&fd);    /* before ESTABLISHED: see send_established */
         send_ev_conn(a, DAT_CONNECTION_EVENT_ESTABLISHED, a->pd, a->pd_len, "accepted by the peer");
         a->pd = (free(a->pd), NULL);
         a->pd_len = 0;
-        closep(&fd);
 }
 
 static int data_out_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
