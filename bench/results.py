@@ -447,18 +447,10 @@ def lookup(results, path, measure, wait, stack, size, key="median"):
     return None
 
 
-def ucx_stack(results, path, test):
-    for r in results:
-        if r["path"] == path and r["stack"].startswith("UCX") and r["stack"].endswith(" " + test):
-            return r["stack"]
-    return None
-
-
-def fi_stack(results, path):
-    for r in results:
-        if r["path"] == path and r["stack"].startswith("libfabric") and r["stack"].endswith(", mean"):
-            return r["stack"]
-    return None
+def stack_named(stacks, prefix, suffix):
+    """The first of stacks (names) starting with prefix and ending with suffix:
+    UCX's tests ("UCX", " tag_lat"), fi_pingpong's latency ("libfabric", ", mean")."""
+    return next((s for s in stacks if s.startswith(prefix) and s.endswith(suffix)), None)
 
 
 def scale_value(scale, stack, name):
@@ -477,14 +469,6 @@ def verdict(value, bar, lower_is_better):
     if value >= bar:
         return "**met**", "%.0f%% above the bar" % (100 * (value / bar - 1)) if bar else DASH
     return "**missed**", "%.0f%% below the bar (%.2f\u00d7 it)" % (100 * (1 - value / bar), value / bar)
-
-
-def paired_stack(values, mode, path, prefix, suffix):
-    """The name of the paired runs' stack starting with prefix and ending with suffix."""
-    for (m, p, _, _, stack, _) in values:
-        if m == mode and p == path and stack.startswith(prefix) and stack.endswith(suffix):
-            return stack
-    return None
 
 
 def targets(results, scale, paired):
@@ -506,21 +490,26 @@ def targets(results, scale, paired):
     # forth on this machine: its best repetition, as a repetition in the
     # slow mode is no floor (a median floor of 0.24 us once made 0.29
     # "met"); in a mode, the floor is that mode's probes.
-    floor8 = lookup(results, "same", "lat_send", "poll", SHM_FLOOR, 8, "best")
-    for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
-        add("shm: 8 B %s half round trip (polling) within 2\u00d7 the cache-line floor" % name,
-            lookup(results, "same", measure, "poll", "datd", 8), 2 * floor8 if floor8 else None, "us", True,
-            "\u2264 %s (2 \u00d7 the floor)")
-    peers = [lookup(results, "same", "lat_send", "poll", s, 8) for s in
-             (fi_stack(results, "same"), ucx_stack(results, "same", "tag_lat")) if s]
-    peers = [p for p in peers if p is not None]
-    add("shm: 8 B send/recv (polling) no slower than the best of libfabric shm and UCX",
-        lookup(results, "same", "lat_send", "poll", "datd", 8), min(peers) if peers else None,
-        "us", True, "\u2264 %s (the best of them)")
-    put = ucx_stack(results, "same", "ucp_put_lat")
-    add("shm: 8 B RDMA write (polling) no slower than UCX's put",
-        lookup(results, "same", "lat_write", "poll", "datd", 8),
-        lookup(results, "same", "lat_write", "poll", put, 8) if put else None, "us", True, "\u2264 %s")
+    def shm_targets(how, floor, latency, stacks):
+        """The four 8 B shm targets, latency(measure, stack) from the runs
+        judged, stacks the names of those runs' stacks."""
+        for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
+            add("shm: 8 B %s half round trip (%s) within 2\u00d7 the cache-line floor" % (name, how),
+                latency(measure, "datd"), 2 * floor if floor else None, "us", True,
+                "\u2264 %s (2 \u00d7 the floor)")
+        peers = [latency("lat_send", s) for s in
+                 (stack_named(stacks, "libfabric", ", mean"), stack_named(stacks, "UCX", " tag_lat")) if s]
+        peers = [p for p in peers if p is not None]
+        add("shm: 8 B send/recv (%s) no slower than the best of libfabric shm and UCX" % how,
+            latency("lat_send", "datd"), min(peers) if peers else None, "us", True,
+            "\u2264 %s (the best of them)")
+        put = stack_named(stacks, "UCX", " ucp_put_lat")
+        add("shm: 8 B RDMA write (%s) no slower than UCX's put" % how,
+            latency("lat_write", "datd"), latency("lat_write", put) if put else None, "us", True, "\u2264 %s")
+
+    shm_targets("polling", lookup(results, "same", "lat_send", "poll", SHM_FLOOR, 8, "best"),
+                lambda measure, stack: lookup(results, "same", measure, "poll", stack, 8),
+                [r["stack"] for r in results if r["path"] == "same"])
     values, probe_modes = paired
     for mode in MODES:
         floor = med(probe_modes[mode])
@@ -531,20 +520,8 @@ def targets(results, scale, paired):
         def pv(path, measure, stack, size, wait="poll"):
             return med(values.get((mode, path, measure, wait, stack, size), []))
 
-        for measure, name in (("lat_send", "send/recv"), ("lat_write", "RDMA write")):
-            add("shm: 8 B %s half round trip (%s) within 2\u00d7 the cache-line floor" % (name, how),
-                pv("same", measure, "datd", 8), 2 * floor, "us", True, "\u2264 %s (2 \u00d7 the floor)")
-        peers = [pv("same", "lat_send", s, 8) for s in
-                 (paired_stack(values, mode, "same", "libfabric", ", mean"),
-                  paired_stack(values, mode, "same", "UCX", " tag_lat")) if s]
-        peers = [p for p in peers if p is not None]
-        add("shm: 8 B send/recv (%s) no slower than the best of libfabric shm and UCX" % how,
-            pv("same", "lat_send", "datd", 8), min(peers) if peers else None, "us", True,
-            "\u2264 %s (the best of them)")
-        put = paired_stack(values, mode, "same", "UCX", " ucp_put_lat")
-        add("shm: 8 B RDMA write (%s) no slower than UCX's put" % how,
-            pv("same", "lat_write", "datd", 8), pv("same", "lat_write", put, 8) if put else None, "us", True,
-            "\u2264 %s")
+        shm_targets(how, floor, lambda measure, stack: pv("same", measure, stack, 8),
+                    [k[4] for k in values if k[0] == mode and k[1] == "same"])
         for size in (8, 64):
             tcp = pv("cross", "lat_send", TCP_LAT, size)
             add("tcp: %s send/recv (%s) within 10%% of raw TCP ping-pong" % (size_label(size, "lat_send"), how),
