@@ -522,7 +522,7 @@ def targets(results, scale, paired):
 
         shm_targets(how, floor, lambda measure, stack: pv("same", measure, stack, 8),
                     [k[4] for k in values if k[0] == mode and k[1] == "same"])
-        for size in (8, 64):
+        for size in (8, 64, 1024, 4096):
             tcp = pv("cross", "lat_send", TCP_LAT, size)
             add("tcp: %s send/recv (%s) within 10%% of raw TCP ping-pong" % (size_label(size, "lat_send"), how),
                 pv("cross", "lat_send", "datd", size), 1.1 * tcp if tcp else None, "us", True, "\u2264 %s")
@@ -580,7 +580,8 @@ def paired_lines(paired):
           "in that mode (each run's own median)." % (PAIRED_FAST_MAX, PAIRED_SLOW_MIN), "",
           "| mode | probes (median, count) | path | measure | stack | size | median | runs |",
           "|---|--:|---|---|---|--:|--:|--:|"]
-    for k, v in sorted(values.items(), key=lambda kv: (MODES.index(kv[0][0]), str(kv[0][1:]))):
+    # By mode, path, measure, wait and stack, then by size as a number.
+    for k, v in sorted(values.items(), key=lambda kv: (MODES.index(kv[0][0]), str(kv[0][1:5]), kv[0][5])):
         mode, path, measure, wait, stack, size = k
         unit = next(u for m, _, u, _ in MEASURES if m == measure)
         md.append("| %s | %s \u00b5s, %d | %s | %s%s | %s | %s | %s %s | %d |" % (
