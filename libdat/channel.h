@@ -94,6 +94,12 @@ struct channel_ops {
          * then wait for the peer's end (channel_closer.h).  NULL: never. */
         bool (*ends_after_peer)(struct channel *ch);
         void (*destroy)(struct channel *ch);
+        /* Bytes written that the peer's end has not taken in yet (0: all
+         * of them are there).  Non-NULL: acknowledgements cost the peer
+         * enough (TCP: a segment its sending kernel takes, under the lock
+         * its writes need) that a stream's may be held back
+         * (DTO_F_ACK_LATER).  NULL: never (shm). */
+        size_t (*unsent)(struct channel *ch);
 };
 
 struct channel {

@@ -9,12 +9,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -114,6 +116,18 @@ static ssize_t tcp_writev(struct channel *ch, const struct iovec *iov, int iovcn
         if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return 0;
         return -EPIPE;
+}
+
+/* The socket's send queue: bytes the peer's kernel has not acknowledged.
+ * An error says nothing is known: as if some were left (the caller then
+ * waits for what it waits for anyway). */
+static size_t tcp_unsent(struct channel *ch)
+{
+        int n = 0;
+
+        if (ioctl(to_tcp(ch)->fd, SIOCOUTQ, &n) < 0)
+                return 1;
+        return n > 0 ? (size_t)n : 0;
 }
 
 static ssize_t tcp_readv(struct channel *ch, const struct iovec *iov, int iovcnt)
@@ -260,6 +274,7 @@ static const struct channel_ops tcp_ops = {
         .shutdown = tcp_shutdown,
         .ends_after_peer = tcp_ends_after_peer,
         .destroy = tcp_destroy,
+        .unsent = tcp_unsent,
 };
 
 /* $DATD_TCP_SOCKBUF bytes of socket buffer each way, for tests that make

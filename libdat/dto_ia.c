@@ -558,6 +558,10 @@ static int arm_all(struct dto_ia *t)
                  * this thread would spin until the event came -- on the
                  * CPU datd needs to send it. */
                 if (d->state == DTO_RUNNING && !d->peer_bye) {
+                        /* Asleep, we would wait for ever for what the peer
+                         * holds back of our stream's acknowledgements. */
+                        if (d->later_seq != d->ack_asked)
+                                (void)dto_tx_ask_ack(d, true);
                         want_room = dto_tx_pending(d);
                         want_data = !dto_rx_blocked(d);
                         events = d->ch->ops->poll_events(d->ch, want_data, want_room);
@@ -571,9 +575,11 @@ static int arm_all(struct dto_ia *t)
                         /* An acknowledgement owed is work unless the
                          * channel is full (room wakes us, and it goes out
                          * with the rest): counted then, it made this
-                         * thread spin on a peer that reads nothing. */
+                         * thread spin on a peer that reads nothing.  Nor
+                         * is one that may wait: the peer asks for it. */
                         if (!d->ch->ops->arm(d->ch, want_data, want_room) ||
-                            (d->ack_owed != d->ack_sent && !want_room) || dto_rx_stashed(d))
+                            (d->ack_owed != d->ack_sent && !want_room && !dto_ack_deferred(d)) ||
+                            dto_rx_stashed(d))
                                 work = true;
                         if (d->rnr_deadline_ns && (!next || d->rnr_deadline_ns < next))
                                 next = d->rnr_deadline_ns;

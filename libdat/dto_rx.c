@@ -223,6 +223,8 @@ static void send_placed(struct dto_ep *d, struct dto_batch *b)
         d->bytes_received += d->rx.len;
         recv_done(d, DAT_DTO_SUCCESS, b);
         d->ack_owed = d->rx.seq;
+        if (!(d->rx.flags & DTO_F_ACK_LATER))
+                d->ack_due = d->rx.seq;
         d->peer_idle = false;
 }
 
@@ -331,6 +333,8 @@ static void write_done(struct dto_ep *d, struct dto_batch *b)
                 d->rx_recv_taken = false;
         }
         d->ack_owed = d->rx.seq;
+        if (!(d->rx.flags & DTO_F_ACK_LATER))
+                d->ack_due = d->rx.seq;
         d->peer_idle = false;
 }
 

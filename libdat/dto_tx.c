@@ -158,7 +158,7 @@ static void skip_unsent(struct dto_ep *d)
 
 /* The header of a Send's, Write's or Read's frame (not an atomic's, nor
  * cross-memory attach's part), its acknowledgement not set. */
-static void request_frame(const struct dto_req *r, struct dto_frame *f)
+static void request_frame(struct dto_ep *d, const struct dto_req *r, struct dto_frame *f)
 {
         *f = (struct dto_frame){
                 .op = r->kind,
@@ -173,6 +173,12 @@ static void request_frame(const struct dto_req *r, struct dto_frame *f)
                 f->flags |= DTO_F_IMM;
                 f->status = r->immed;
         }
+        /* Deep in a stream: its acknowledgement may wait (dto_wire.h). */
+        if (d->acks_may_wait && r->seq - d->peer_ack >= DTO_ACK_LATER_DEPTH &&
+            (r->kind == DTO_REQ_SEND || r->kind == DTO_REQ_WRITE)) {
+                f->flags |= DTO_F_ACK_LATER;
+                d->later_seq = r->seq;
+        }
 }
 
 /* Starts the request at tx_next: encodes its frame. */
@@ -183,7 +189,7 @@ static void start_request(struct dto_ep *d)
         /* Where the payload goes out from; CMA makes descriptors of it. */
         uint32_t n = req_iovecs(d, slot, r, d->tx_payload);
 
-        request_frame(r, &d->tx_hdr);
+        request_frame(d, r, &d->tx_hdr);
         if (r->kind == DTO_REQ_ATOMIC) {
                 /* The operands go inline; the old value comes back in a
                  * READ_RESP into the request's segments. */
@@ -442,7 +448,7 @@ void dto_tx_post(struct dto_ep *d)
         /* What start_next and the flush would do for it, without their
          * choosing among frames and their bookkeeping of a frame that
          * goes in pieces: the latency of every small message. */
-        request_frame(r, &f);
+        request_frame(d, r, &f);
         f.ack = d->ack_owed;
         total = sizeof(f) + r->length;
         if (d->ch->ops->reserve && (p = d->ch->ops->reserve(d->ch, (size_t)total))) {
@@ -535,4 +541,25 @@ void dto_tx_ack(struct dto_ep *d, bool force)
                 return;
         if (!dto_tx_respond(d, &f, NULL, false))
                 dto_fail(d, "the peer does not read its responses");
+}
+
+bool dto_tx_ask_ack(struct dto_ep *d, bool sleeping)
+{
+        struct dto_frame f = { .op = DTO_OP_ACK, .status = DAT_DTO_SUCCESS };
+
+        if (d->state != DTO_RUNNING || !dto_ack_wanted(d))
+                return false;
+        /* Polling: only once the peer's kernel has every byte, flagged
+         * requests included (before, the peer is still taking them in,
+         * and will acknowledge a batch).  Asked sooner, every pause of a
+         * stream would cost an acknowledgement. */
+        if (!sleeping && d->ch->ops->unsent(d->ch) != 0)
+                return false;
+        d->ack_asked = d->later_seq;
+        /* A lone ACK (the receiver takes it for a peer that waits). */
+        if (!dto_tx_respond(d, &f, NULL, false)) {
+                dto_fail(d, "the peer does not read its responses");
+                return false;
+        }
+        return dto_tx_flush(d);
 }

@@ -28,6 +28,12 @@
  * peer's SENDs and WRITEs up to that seq were placed (those before it that
  * were refused or are RDMA Reads were answered before, in order), so a
  * message answered by a message costs no frame of its own.
+ * DTO_F_ACK_LATER (tcp): the sender had DTO_ACK_LATER_DEPTH or more requests
+ * unacknowledged with this one, so an acknowledgement of it may wait until
+ * DTO_ACK_LATER_BATCH are owed; a receiver that ignores the flag acks as
+ * always.  A sender that waits for the rest (its stream written out, or
+ * going to sleep) asks with a lone ACK, which the receiver answers at once
+ * with what it owes (dto_engine.h).
  *   READ_RESP seq, status; inline data (len bytes) unless DTO_F_CMA.
  *   CMP_SWAP, FETCH_ADD
  *             64-bit atomics on (rmr_context, addr), 8-byte aligned: len 16
@@ -64,6 +70,7 @@ enum dto_frame_flags {
         DTO_F_SOLICITED = 1,            /* SEND: the receiver's completion notifies */
         DTO_F_CMA = 2,                  /* payload by cross-memory attach, segments follow */
         DTO_F_IMM = 4,                  /* WRITE: status carries immediate data for a receive */
+        DTO_F_ACK_LATER = 8,            /* SEND/WRITE: its acknowledgement may wait (below) */
 };
 
 /* Segments one frame may describe: the transport's max_iov_segments. */

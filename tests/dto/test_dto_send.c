@@ -551,3 +551,193 @@ Test(DTO_SUITE(send), completions_reach_a_polling_consumer)
 {
         dto_run(NULL, polling_side, polling_side, NULL);
 }
+
+/* ---- a stream's acknowledgements held back ---------------------------------- */
+
+/* Over tcp a request posted behind several unacknowledged ones says its
+ * acknowledgement may wait (dto_wire.h: DTO_F_ACK_LATER), and the receiver
+ * then acknowledges a few at a time.  Whatever is left held back when the
+ * stream stops, the sender asks for once it waits: every burst completes
+ * whole, however many requests it holds past the last batch, whether the
+ * sender polls or sleeps, and whether the receiving process polls or takes
+ * nothing (RDMA Writes). */
+#define BURST_MAX 12
+#define BURST_ROUNDS 4          /* bursts of 1..BURST_MAX requests, this many times */
+#define BURST_LEN 64
+
+struct burst {
+        bool write;             /* RDMA Writes (the target never polls), else Sends */
+        bool polls;             /* both sides dat_evd_dequeue until it comes, else dat_evd_wait */
+};
+
+static DAT_DTO_COMPLETION_EVENT_DATA burst_next(DAT_EVD_HANDLE evd, bool polls, DAT_EP_HANDLE ep,
+                                                uint64_t cookie, DAT_DTOS op)
+{
+        DAT_EVENT ev;
+
+        if (!polls)
+                return dto_expect_dto(evd, ep, cookie, DAT_DTO_SUCCESS, BURST_LEN, op);
+        ev = dto_poll_event(evd);
+        return dto_check_dto(&ev, ep, cookie, DAT_DTO_SUCCESS, BURST_LEN, op);
+}
+
+static void burst_sender(struct dto_side *s, const struct burst *b)
+{
+        for (unsigned i = 0; i < BURST_ROUNDS * BURST_MAX; i++) {
+                unsigned n = 1 + i % BURST_MAX;
+                DAT_EP_HANDLE ep = s->ep[i % s->n_eps];
+
+                dto_barrier(s); /* the receives are posted */
+                for (unsigned k = 0; k < n; k++) {
+                        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, k * BURST_LEN, BURST_LEN);
+                        uint64_t cookie = n * 100 + k;
+
+                        dto_fill(s->mem.buf + k * BURST_LEN, BURST_LEN, cookie);
+                        if (b->write) {
+                                DAT_RMR_TRIPLET r = dto_riov(&s->peer, k * BURST_LEN, BURST_LEN);
+
+                                DTO_ASSERT_EQ(dat_ep_post_rdma_write(ep, 1, &iov, dto_cookie(cookie),
+                                                                     &r, DAT_COMPLETION_DEFAULT_FLAG),
+                                              DAT_SUCCESS);
+                        } else {
+                                DTO_ASSERT_EQ(dat_ep_post_send(ep, 1, &iov, dto_cookie(cookie),
+                                                               DAT_COMPLETION_DEFAULT_FLAG),
+                                              DAT_SUCCESS);
+                        }
+                }
+                for (unsigned k = 0; k < n; k++)
+                        burst_next(s->request_evd, b->polls, ep, n * 100 + k,
+                                   b->write ? DAT_DTO_RDMA_WRITE : DAT_DTO_SEND);
+                dto_barrier(s); /* all of the burst is acknowledged */
+        }
+}
+
+static void burst_receiver(struct dto_side *s, const struct burst *b)
+{
+        for (unsigned i = 0; i < BURST_ROUNDS * BURST_MAX; i++) {
+                unsigned n = 1 + i % BURST_MAX;
+                DAT_EP_HANDLE ep = s->ep[i % s->n_eps];
+
+                if (!b->write)
+                        for (unsigned k = 0; k < n; k++) {
+                                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, k * BURST_LEN, BURST_LEN);
+
+                                dto_post_recv(s, ep, &iov, 1, n * 100 + k);
+                        }
+                dto_barrier(s);
+                /* The Writes' target takes nothing: its progress thread
+                 * places them, and sleeps with what it may hold back. */
+                if (!b->write)
+                        for (unsigned k = 0; k < n; k++) {
+                                burst_next(s->recv_evd, b->polls, ep, n * 100 + k,
+                                           DAT_DTO_RECEIVE);
+                                dto_verify(s->mem.buf + k * BURST_LEN, BURST_LEN, n * 100 + k);
+                        }
+                dto_barrier(s);
+                if (b->write)
+                        for (unsigned k = 0; k < n; k++)
+                                dto_verify(s->mem.buf + k * BURST_LEN, BURST_LEN, n * 100 + k);
+        }
+}
+
+static void burst_role(struct dto_side *s, void *arg)
+{
+        if (s->role == DTO_CLIENT)
+                burst_sender(s, arg);
+        else
+                burst_receiver(s, arg);
+}
+
+Test(DTO_SUITE(send), every_burst_of_sends_completes_while_both_sides_poll)
+{
+        struct burst b = { .polls = true };
+
+        dto_run(NULL, burst_role, burst_role, &b);
+}
+
+/* Eight connections polled through one EVD: with that many the poll asks
+ * the kernel which channels have data, and one whose peer holds back its
+ * acknowledgements has none, yet must ask for them. */
+Test(DTO_SUITE(send), every_burst_of_sends_on_eight_connections_completes_while_both_sides_poll)
+{
+        struct dto_config cfg = { .n_eps = 8 };
+        struct burst b = { .polls = true };
+
+        dto_run(&cfg, burst_role, burst_role, &b);
+}
+
+Test(DTO_SUITE(send), every_burst_of_sends_completes_while_both_sides_sleep)
+{
+        struct burst b = { .polls = false };
+
+        dto_run(NULL, burst_role, burst_role, &b);
+}
+
+Test(DTO_SUITE(send), every_burst_of_rdma_writes_completes_while_the_target_takes_nothing)
+{
+        struct burst b = { .write = true, .polls = true };
+
+        dto_run(NULL, burst_role, burst_role, &b);
+}
+
+Test(DTO_SUITE(send), every_burst_of_rdma_writes_completes_while_the_initiator_sleeps)
+{
+        struct burst b = { .write = true, .polls = false };
+
+        dto_run(NULL, burst_role, burst_role, &b);
+}
+
+/* A receiver stalled on a Send that has no receive yet reads nothing behind
+ * it, the sender's asking included: what it holds back of the requests
+ * before that Send goes at once.  dat_ep_post_send(3DAT): the Writes
+ * posted before it complete while it waits. */
+static void stalled_sender(struct dto_side *s, void *arg)
+{
+        (void)arg;
+        for (unsigned i = 0; i < BURST_ROUNDS * BURST_MAX; i++) {
+                unsigned n = 1 + i % BURST_MAX;
+                DAT_LMR_TRIPLET last = dto_iov(&s->mem, n * BURST_LEN, BURST_LEN);
+
+                dto_barrier(s);
+                for (unsigned k = 0; k < n; k++) {
+                        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, k * BURST_LEN, BURST_LEN);
+                        DAT_RMR_TRIPLET r = dto_riov(&s->peer, k * BURST_LEN, BURST_LEN);
+
+                        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(n * 100 + k),
+                                                             &r, DAT_COMPLETION_DEFAULT_FLAG),
+                                      DAT_SUCCESS);
+                }
+                DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &last, dto_cookie(n * 100 + 99),
+                                               DAT_COMPLETION_DEFAULT_FLAG),
+                              DAT_SUCCESS);
+                for (unsigned k = 0; k < n; k++)
+                        dto_expect_dto(s->request_evd, s->ep[0], n * 100 + k, DAT_DTO_SUCCESS,
+                                       BURST_LEN, DAT_DTO_RDMA_WRITE);
+                dto_barrier(s); /* the Writes completed: the receiver may post */
+                dto_expect_dto(s->request_evd, s->ep[0], n * 100 + 99, DAT_DTO_SUCCESS, BURST_LEN,
+                               DAT_DTO_SEND);
+        }
+}
+
+static void stalled_receiver(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, s->mem.len / 2, BURST_LEN);
+
+        (void)arg;
+        for (unsigned i = 0; i < BURST_ROUNDS * BURST_MAX; i++) {
+                unsigned n = 1 + i % BURST_MAX;
+
+                dto_barrier(s);
+                dto_barrier(s);
+                dto_post_recv(s, s->ep[0], &iov, 1, n * 100 + 99);
+                dto_expect_recv(s, s->ep[0], n * 100 + 99, BURST_LEN);
+        }
+}
+
+Test(DTO_SUITE(send), writes_before_a_send_that_waits_for_a_receive_complete_meanwhile)
+{
+        static const char *const env[] = { "DATD_RNR_TIMEOUT_MS=30000", NULL };
+        struct dto_config cfg = { .env = env };
+
+        dto_run(&cfg, stalled_receiver, stalled_sender, NULL);
+}
