@@ -437,16 +437,17 @@ bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
          * application whose own request completed there may go away, and
          * what it owed from an earlier step would wait for its progress
          * thread, a millisecond or more), nor after the peer's lone
-         * acknowledgement (it has nothing to send: it waits).  Except
-         * what the peer said may wait (dto_ack_deferred), for which it
-         * asks when it waits. */
+         * acknowledgement (it has nothing to send: it waits).  What the
+         * peer said may wait (dto_ack_deferred) waits in a step that
+         * found nothing at all: the peer asks for it when it waits. */
         if (d->state == DTO_RUNNING)
-                dto_tx_ack(d, d->peer_idle || (d->ack_owed == owed_before && !dto_ack_deferred(d)));
+                dto_tx_ack(d, d->peer_idle ||
+                                      (d->ack_owed == owed_before && (rx_moved || !dto_ack_deferred(d))));
         if (d->state == DTO_RUNNING)
                 moved |= dto_tx_flush(d);
         /* Our side of it: a step that found nothing, with our last
          * flagged requests unacknowledged. */
-        if (_unlikely_(d->later_seq != d->ack_asked) && !moved && !rx_moved)
+        if (_unlikely_(d->ask_due) && !moved && !rx_moved)
                 moved |= dto_tx_ask_ack(d, false);
         /* A request that waited for Read data to go out may go on now
          * (nothing else would wake us for it: its bytes were read), and
@@ -553,7 +554,9 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->next_seq = 1;
                 d->peer_seq = 0;
                 d->ack_owed = d->ack_sent = d->peer_ack = 0;
-                d->ack_due = d->later_seq = d->ack_asked = 0;
+                d->ack_due = d->later_seq = 0;
+                d->ask_due = false;
+                d->ask_idle_ns = 0;
                 d->acks_may_wait = d->ch->ops->unsent != NULL;
                 d->peer_idle = false;
                 d->tx_next = d->resp_next = d->tail;

@@ -560,7 +560,7 @@ static int arm_all(struct dto_ia *t)
                 if (d->state == DTO_RUNNING && !d->peer_bye) {
                         /* Asleep, we would wait for ever for what the peer
                          * holds back of our stream's acknowledgements. */
-                        if (d->later_seq != d->ack_asked)
+                        if (d->ask_due)
                                 (void)dto_tx_ask_ack(d, true);
                         want_room = dto_tx_pending(d);
                         want_data = !dto_rx_blocked(d);

@@ -932,12 +932,12 @@ static bool small_request(struct dto_ep *d, struct dto_batch *b)
                 return false;
         switch (d->rx.op) {
         case DTO_OP_SEND:
-                if ((d->rx.flags & ~DTO_F_SOLICITED) || !next_recv_holds(d, &to))
+                if ((d->rx.flags & ~(DTO_F_SOLICITED | DTO_F_ACK_LATER)) || !next_recv_holds(d, &to))
                         return false;
                 (void)take_recv(d);
                 break;
         case DTO_OP_WRITE:
-                if (d->rx.flags != 0 || !rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &to))
+                if ((d->rx.flags & ~DTO_F_ACK_LATER) || !rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &to))
                         return false;
                 break;
         default:

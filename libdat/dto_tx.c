@@ -178,6 +178,8 @@ static void request_frame(struct dto_ep *d, const struct dto_req *r, struct dto_
             (r->kind == DTO_REQ_SEND || r->kind == DTO_REQ_WRITE)) {
                 f->flags |= DTO_F_ACK_LATER;
                 d->later_seq = r->seq;
+                d->ask_due = true;
+                d->ask_idle_ns = 0;
         }
 }
 
@@ -547,15 +549,31 @@ bool dto_tx_ask_ack(struct dto_ep *d, bool sleeping)
 {
         struct dto_frame f = { .op = DTO_OP_ACK, .status = DAT_DTO_SUCCESS };
 
-        if (d->state != DTO_RUNNING || !dto_ack_wanted(d))
+        if (d->state != DTO_RUNNING || !d->ask_due)
                 return false;
-        /* Polling: only once the peer's kernel has every byte, flagged
-         * requests included (before, the peer is still taking them in,
-         * and will acknowledge a batch).  Asked sooner, every pause of a
-         * stream would cost an acknowledgement. */
-        if (!sleeping && d->ch->ops->unsent(d->ch) != 0)
+        /* Acknowledged meanwhile: nothing to ask for. */
+        if ((int32_t)(d->later_seq - d->peer_ack) <= 0) {
+                d->ask_due = false;
                 return false;
-        d->ack_asked = d->later_seq;
+        }
+        if (!dto_ack_wanted(d))
+                return false;
+        if (!sleeping) {
+                uint64_t now;
+
+                /* A batch or more ahead of the peer's acknowledgement: it
+                 * owes one on its own once it placed them (or one is on
+                 * its way, and then we look again). */
+                if (d->later_seq - d->peer_ack >= DTO_ACK_LATER_BATCH)
+                        return false;
+                now = dto_now_ns();
+
+                if (d->ask_idle_ns == 0)
+                        d->ask_idle_ns = now;
+                if (now - d->ask_idle_ns < DTO_ASK_AFTER_NS && d->ch->ops->unsent(d->ch) != 0)
+                        return false;
+        }
+        d->ask_due = false;
         /* A lone ACK (the receiver takes it for a peer that waits). */
         if (!dto_tx_respond(d, &f, NULL, false)) {
                 dto_fail(d, "the peer does not read its responses");

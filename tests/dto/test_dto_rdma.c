@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -251,6 +252,120 @@ static void is_owed(struct dto_side *s, void *arg)
 Test(DTO_SUITE(rdma), an_end_that_leaves_after_its_completion_has_acknowledged_the_peer)
 {
         dto_run(NULL, is_owed, owes_then_leaves, NULL);
+}
+
+/* The same with Writes whose acknowledgement may wait (tcp: posted with 4
+ * or more unacknowledged, DTO_F_ACK_LATER).  The end that writes: its
+ * peer's progress thread frozen (and its own, by the peer: what it posts
+ * after the peer acknowledged its first three is flagged, that
+ * acknowledgement unread), it posts 3 Writes, then 3 more, and polls for
+ * all six. */
+#define HELD_WRITES 6
+
+static void writes_held_back(struct dto_side *s, void *arg)
+{
+        pid_t peer;
+        double deadline;
+        struct dto_frozen frozen;
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_put_u64(s, (uint64_t)getpid());
+        peer = (pid_t)dto_get_u64(s);
+        dto_freeze_helpers(peer, &frozen);
+        dto_put_u64(s, 1);
+        DTO_ASSERT_EQ(dto_get_u64(s), 2); /* the peer froze ours */
+        for (unsigned k = 0; k < HELD_WRITES; k++) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, k * 64, 64);
+                DAT_RMR_TRIPLET remote = dto_riov(&s->peer, OWED_OFF + k * 64, 64);
+
+                if (k == HELD_WRITES / 2) {
+                        dto_put_u64(s, 3);
+                        /* The first three placed and acknowledged. */
+                        DTO_ASSERT_EQ(dto_get_u64(s), 4);
+                }
+                dto_fill(s->mem.buf + k * 64, 64, 50 + k);
+                DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(k), &remote,
+                                                     DAT_COMPLETION_DEFAULT_FLAG),
+                              DAT_SUCCESS);
+        }
+        dto_put_u64(s, 5);
+        DTO_ASSERT_EQ(dto_get_u64(s), 6); /* all placed, the peer's Read posted */
+        /* These polls also serve the peer's Read; after its completion
+         * the peer polls no more, and its progress thread is frozen. */
+        deadline = dto_wall_seconds() + DTO_WAIT_US / 1e6;
+        for (unsigned k = 0; k < HELD_WRITES; k++) {
+                while (dat_evd_dequeue(s->request_evd, &ev) != DAT_SUCCESS)
+                        if (dto_wall_seconds() > deadline) {
+                                dto_thaw(&frozen);
+                                DTO_FAIL("Write %u did not complete: the peer left owing its "
+                                         "acknowledgement", k);
+                        }
+                dto_check_dto(&ev, s->ep[0], k, DAT_DTO_SUCCESS, 64, DAT_DTO_RDMA_WRITE);
+        }
+        /* Polls on until the peer's Read completed (they serve it). */
+        for (;;) {
+                struct pollfd p = { .fd = s->sock, .events = POLLIN };
+
+                if (poll(&p, 1, 0) > 0)
+                        break;
+                dto_expect_empty(s->request_evd);
+        }
+        DTO_ASSERT_EQ(dto_get_u64(s), 7);
+        dto_thaw(&frozen);
+        dto_barrier(s);
+}
+
+/* The end written to: it polls until the first three Writes are placed
+ * (and acknowledged at once), posts an RDMA Read, polls until the last
+ * three are placed (their acknowledgement held back), then until the Read
+ * completes -- a step that takes only its response -- and leaves, its
+ * progress thread frozen. */
+static void reads_then_leaves(struct dto_side *s, void *arg)
+{
+        pid_t peer = (pid_t)dto_get_u64(s);
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, 64);
+        DAT_RMR_TRIPLET remote = dto_riov(&s->peer, 0, 64);
+        double deadline = dto_wall_seconds() + DTO_WAIT_US / 1e6;
+        struct dto_frozen frozen;
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dto_get_u64(s), 1);
+        dto_freeze_helpers(peer, &frozen);
+        dto_put_u64(s, 2);
+        for (unsigned half = 0; half < 2; half++) {
+                unsigned last = half ? HELD_WRITES - 1 : HELD_WRITES / 2 - 1;
+
+                DTO_ASSERT_EQ(dto_get_u64(s), half ? 5 : 3);
+                /* Posted before the last Writes are placed: its frame
+                 * carries no acknowledgement of them. */
+                if (half)
+                        DTO_ASSERT_EQ(dat_ep_post_rdma_read(s->ep[0], 1, &iov, dto_cookie(9), &remote,
+                                                            DAT_COMPLETION_DEFAULT_FLAG),
+                                      DAT_SUCCESS);
+                while (!dto_matches(s->mem.buf + OWED_OFF + last * 64, 64, 50 + last)) {
+                        DTO_ASSERTF(dto_wall_seconds() < deadline, "Write %u never landed", last);
+                        dto_expect_empty(s->recv_evd);
+                }
+                for (unsigned i = 0; i < 100; i++)
+                        dto_expect_empty(s->recv_evd);
+                dto_put_u64(s, half ? 6 : 4);
+        }
+        ev = dto_poll_event(s->request_evd);
+        dto_check_dto(&ev, s->ep[0], 9, DAT_DTO_SUCCESS, 64, DAT_DTO_RDMA_READ);
+        dto_put_u64(s, 7);
+        dto_barrier(s);
+        dto_thaw(&frozen);
+}
+
+/* What an end holds back (DTO_F_ACK_LATER) waits only in a step that found
+ * nothing at all: one that took its own Read's response acknowledges at
+ * once, and its application may leave. */
+Test(DTO_SUITE(rdma), an_end_that_leaves_after_its_read_completed_has_acknowledged_held_back_writes)
+{
+        dto_run(NULL, reads_then_leaves, writes_held_back, NULL);
 }
 
 /* dat_ep_post_rdma_read(3DAT): "transfer of all the data specified by the
