@@ -9,7 +9,6 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -748,15 +747,15 @@ Test(DTO_SUITE(send), writes_before_a_send_that_waits_for_a_receive_complete_mea
  * round trip, not of a timer: the peer's kernel may hold its TCP
  * acknowledgement of a last small segment for 40 ms or more, and a sender
  * that asked only once its kernel heard of every byte waited that long
- * for every burst's last completions.  Bursts of 6 Writes (the last
- * flagged) against bursts of 1 (never flagged), alternating, while the
- * target's process polls its EVD or takes nothing: their 90th percentiles
- * within 20x (a ratio on the same machine in the same run, never a time). */
+ * for the last completions of one burst in ten or more.  Bursts of 6
+ * Writes (the last ones flagged) alternate with bursts of 1 (never
+ * flagged), to a target whose process takes nothing (its progress thread
+ * places them: a wake-up each, some 80 us here): a burst of 6 that takes
+ * 100 times the median burst of 1 is a stall, and at most 3 of 60 may
+ * stall (a loaded machine delays a wake-up now and then; the timer stalled
+ * 6 or more).  A ratio on the same machine in the same run, never a time. */
 #define TIMED_ROUNDS 60
-
-struct timed {
-        bool target_polls;
-};
+#define TIMED_STALLS_MAX 3
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -765,16 +764,11 @@ static int cmp_double(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
-static double p90(double *v, unsigned n)
-{
-        qsort(v, n, sizeof(*v), cmp_double);
-        return v[n * 9 / 10];
-}
-
 static void timed_sender(struct dto_side *s, void *arg)
 {
         static double took[2][TIMED_ROUNDS];
-        double one, six;
+        unsigned stalls = 0;
+        double one;
 
         (void)arg;
         for (unsigned i = 0; i < 2 * TIMED_ROUNDS; i++) {
@@ -797,42 +791,24 @@ static void timed_sender(struct dto_side *s, void *arg)
                         dto_check_dto(&ev, s->ep[0], k, DAT_DTO_SUCCESS, BURST_LEN, DAT_DTO_RDMA_WRITE);
                 }
                 took[i % 2][i / 2] = dto_wall_seconds() - t0;
-                dto_put_u64(s, 1);      /* the target may stop polling */
         }
-        one = p90(took[0], TIMED_ROUNDS);
-        six = p90(took[1], TIMED_ROUNDS);
-        DTO_ASSERTF(six < 20 * one, "bursts of 6 Writes took %.0f us (90th percentile), bursts of 1 %.0f us",
-                    six * 1e6, one * 1e6);
+        qsort(took[0], TIMED_ROUNDS, sizeof(took[0][0]), cmp_double);
+        one = took[0][TIMED_ROUNDS / 2];
+        for (unsigned i = 0; i < TIMED_ROUNDS; i++)
+                stalls += took[1][i] > 100 * one;
+        DTO_ASSERTF(stalls <= TIMED_STALLS_MAX,
+                    "%u of %u bursts of 6 Writes took over 100 times the median burst of 1 (%.0f us)",
+                    stalls, TIMED_ROUNDS, one * 1e6);
 }
 
 static void timed_target(struct dto_side *s, void *arg)
 {
-        const struct timed *t = arg;
-
-        for (unsigned i = 0; i < 2 * TIMED_ROUNDS; i++) {
+        (void)arg;
+        for (unsigned i = 0; i < 2 * TIMED_ROUNDS; i++)
                 dto_barrier(s);
-                while (t->target_polls) {
-                        struct pollfd p = { .fd = s->sock, .events = POLLIN };
-                        DAT_EVENT ev;
-
-                        DTO_ASSERT(DAT_GET_TYPE(dat_evd_dequeue(s->recv_evd, &ev)) == DAT_QUEUE_EMPTY);
-                        if (poll(&p, 1, 0) > 0)
-                                break;
-                }
-                DTO_ASSERT_EQ(dto_get_u64(s), 1);
-        }
-}
-
-Test(DTO_SUITE(send), a_burst_completes_in_the_time_of_its_frames_while_the_target_polls)
-{
-        struct timed t = { .target_polls = true };
-
-        dto_run(NULL, timed_target, timed_sender, &t);
 }
 
 Test(DTO_SUITE(send), a_burst_completes_in_the_time_of_its_frames_while_the_target_takes_nothing)
 {
-        struct timed t = { .target_polls = false };
-
-        dto_run(NULL, timed_target, timed_sender, &t);
+        dto_run(NULL, timed_target, timed_sender, NULL);
 }
