@@ -216,16 +216,23 @@ static bool hold_recv(struct dto_ep *d)
         return true;
 }
 
-/* A Send's payload is in place: its receive completes, and the peer is
- * owed the acknowledgement. */
-static void send_placed(struct dto_ep *d, struct dto_batch *b)
+/* The peer's request in the frame taken (a Send or a Write) is placed: we
+ * owe its acknowledgement, at once unless the frame said it may wait. */
+static inline void request_placed(struct dto_ep *d)
 {
         d->bytes_received += d->rx.len;
-        recv_done(d, DAT_DTO_SUCCESS, b);
         d->ack_owed = d->rx.seq;
         if (!(d->rx.flags & DTO_F_ACK_LATER))
                 d->ack_due = d->rx.seq;
         d->peer_idle = false;
+}
+
+/* A Send's payload is in place: its receive completes, and the peer is
+ * owed the acknowledgement. */
+static void send_placed(struct dto_ep *d, struct dto_batch *b)
+{
+        recv_done(d, DAT_DTO_SUCCESS, b);
+        request_placed(d);
 }
 
 static size_t stash_take(struct dto_ep *d, void *dst, size_t max);
@@ -325,17 +332,13 @@ static void on_atomic_operands(struct dto_ep *d)
  * receive completes carrying it. */
 static void write_done(struct dto_ep *d, struct dto_batch *b)
 {
-        d->bytes_received += d->rx.len;
         if (d->rx.flags & DTO_F_IMM) {
                 dto_complete_recv_immed(d, &d->rx_recv, d->rx_recv_srq, DAT_DTO_SUCCESS,
                                         d->rx.len, recv_notifies(d), d->rx.status,
                                         b);
                 d->rx_recv_taken = false;
         }
-        d->ack_owed = d->rx.seq;
-        if (!(d->rx.flags & DTO_F_ACK_LATER))
-                d->ack_due = d->rx.seq;
-        d->peer_idle = false;
+        request_placed(d);
 }
 
 static enum action on_write(struct dto_ep *d, struct dto_batch *b)
