@@ -112,6 +112,9 @@ struct channel {
         bool fin_last;                  /* the end of the active EP: see channel_ops.shutdown */
         bool graceful_end;              /* a BYE went or came (dto_wire.h): see channel_ops.shutdown */
         bool poll_by_fd;                /* readable() cannot tell: poll_fd's readiness does */
+        /* shm: RDMA Writes straight into the peer's shared memory, and
+         * ours exported to it (shm_direct.h); NULL: none. */
+        struct shm_direct *direct;
 };
 
 struct shm_keep;

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "libdat/shm_direct.h"
 #include "libdat/shm_keep.h"
 #include "libdat/shm_link.h"
 #include "libdat/shm_region.h"
@@ -158,6 +159,8 @@ static void shm_destroy(struct channel *ch)
         struct channel_shm *s = to_shm(ch);
         struct shm_kept end = end_of(s), *e = NULL;
 
+        /* Before the peer's pidfd goes: a revocation may wait for it. */
+        shm_direct_destroy(s->ch.direct);
         /* The end of our stream: after a BYE it is an orderly end, without
          * one (a failure) the peer takes it for a broken connection. */
         if (!__atomic_load_n(&s->closed, __ATOMIC_RELAXED))
@@ -329,6 +332,7 @@ int channel_shm_create(const struct datp_ev_data_channel *ev, int *fds, unsigned
         s->ch.ops = &shm_ops;
         s->ch.poll_fd = s->doorbell_mine;
         s->ch.same_host = ev->peer_pid > 0;
+        s->ch.direct = shm_direct_new(s->ch.peer_pid, s->ch.peer_pidfd);
         *out = &s->ch;
         return 0;
 }

@@ -13,7 +13,11 @@
  * that may access each other's memory, by cross-memory attach: the target
  * pulls a Send or Write with process_vm_readv and pushes a Read's data
  * with process_vm_writev (one copy; the initiator's buffers are described
- * by address, never trusted beyond being the initiator's own).
+ * by address, never trusted beyond being the initiator's own).  An RDMA
+ * Write into shared memory libdat provides to the target's LMR
+ * (DAT_MEM_TYPE_SHARED_VIRTUAL) goes further on shm: once the target
+ * exported it, the initiator maps it and copies the Write straight in,
+ * without the target process (shm_direct.h).
  *
  * Semantics (where the DAT 1.2 man pages leave room, as a reliable
  * connection on an RDMA NIC behaves; each is cited at the code):

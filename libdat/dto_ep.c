@@ -15,6 +15,7 @@
 #include "libdat/ep_events.h"
 #include "libdat/ia.h"
 #include "libdat/rmr.h"
+#include "libdat/shm_direct.h"
 #include "libdat/srq.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -345,6 +346,9 @@ static void teardown_channel(struct dto_ep *d)
         ch = d->state == DTO_RUNNING ? NULL : d->ch;
         if (ch) {
                 d->ch = NULL;
+                /* The connection is over: the peer writes no more into
+                 * what we exported, before anyone hears of its end. */
+                shm_direct_end(ch->direct);
                 /* A socket closed with the peer's bytes unread is reset,
                  * and the reset can destroy what the peer has not read of
                  * ours yet (an error response): it only stops writing now
@@ -565,6 +569,8 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->rx_have = 0;
                 d->rx_stash_len = d->rx_stash_off = 0;
                 d->cma_to_peer = d->cma_from_peer = false;
+                d->direct_offer = d->ch->direct != NULL;
+                d->direct_last_ctx = 0;
                 dto_probe_reset(d);
         }
         dat_unlock(&d->lock);

@@ -25,6 +25,7 @@
 #include "libdat/mem_ctx.h"
 #include "libdat/pz.h"
 #include "libdat/rmr.h"
+#include "libdat/shm_direct.h"
 
 #define REQUEST_FLAGS                                                                    \
         (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG |             \
@@ -177,10 +178,12 @@ static DAT_RETURN rdma_length(const struct post_args *a, uint64_t local_total, u
         return DAT_SUCCESS;
 }
 
-/* Queues a request that passed every check; *fail says the data path
- * failed on it (a local error completion).  Under lock. */
+/* Queues a request that passed every check: done at once with
+ * local_status when that is an error (a local error completion) or when
+ * done_here (a direct Write: in place already), else to go out.  Under
+ * lock. */
 static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, uint64_t total,
-                                  DAT_DTO_COMPLETION_STATUS local_status)
+                                  DAT_DTO_COMPLETION_STATUS local_status, bool done_here)
 {
         struct dto_req *r;
         uint32_t slot;
@@ -208,7 +211,7 @@ static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, u
         r->immed = a->immed;
         r->operand[0] = a->operand[0];
         r->operand[1] = a->operand[1];
-        if (local_status != DAT_DTO_SUCCESS) {
+        if (local_status != DAT_DTO_SUCCESS || done_here) {
                 r->local = r->done = true;
                 r->status = local_status;
         } else {
@@ -217,6 +220,34 @@ static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, u
         d->tail++;
         __atomic_add_fetch(&d->ep->request_outstanding, 1, __ATOMIC_RELAXED);
         return DAT_SUCCESS;
+}
+
+/* An RDMA Write copied straight into the target's memory (shm_direct.h),
+ * which then completes at once: the data is placed.  Only with nothing
+ * of ours outstanding, every earlier request acknowledged, hence served by
+ * the target: a Write through the channel still on its way could land
+ * after this one and undo it, and completions go in posting order.  True
+ * when done; false, nothing done, when it goes through the channel.
+ * Under lock, running. */
+static bool write_direct(struct dto_ep *d, const struct post_args *a, uint64_t length)
+{
+        struct iovec iov[DTO_MAX_SEGS];
+        int n = 0;
+
+        /* An empty queue has room for it (enqueue_request must not refuse
+         * a Write already made). */
+        if (a->kind != DTO_REQ_WRITE || a->ext || !d->ch->direct || d->head != d->tail ||
+            (uint32_t)a->n > d->req_iov_max)
+                return false;
+        for (DAT_COUNT i = 0; i < a->n; i++)
+                if (a->iov[i].segment_length > 0)
+                        iov[n++] = (struct iovec){ (void *)(uintptr_t)a->iov[i].virtual_address,
+                                                   (size_t)a->iov[i].segment_length };
+        if (!shm_direct_write(d->ch->direct, a->remote->rmr_context, a->remote->virtual_address,
+                              iov, n, length))
+                return false;
+        d->bytes_sent += length;
+        return true;
 }
 
 /* The longest Send or RDMA a post may ask for: the transport's.  The EP's
@@ -238,7 +269,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
         struct dto_ep *d;
         uint64_t total, length;
         DAT_RETURN ret;
-        bool outside, finish, kick;
+        bool outside, finish, kick, direct;
 
         DTO_BATCH_EMPTY(b);
         if (!ep)
@@ -276,15 +307,22 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
          * request is flushed at once, in order. */
         if (d->state != DTO_RUNNING)
                 local = DAT_DTO_ERR_FLUSHED;
-        ret = enqueue_request(d, a, length, local);
+        direct = local == DAT_DTO_SUCCESS && write_direct(d, a, length);
+        ret = enqueue_request(d, a, length, local, direct);
         if (ret == DAT_SUCCESS) {
-                if (local == DAT_DTO_ERR_FLUSHED)
+                if (direct) {
+                        /* Nothing was queued before it: nothing is left
+                         * to write or to answer. */
+                        d->tx_next = d->resp_next = d->tail;
                         dto_deliver_requests(d, &b);
-                else if (local != DAT_DTO_SUCCESS)
+                } else if (local == DAT_DTO_ERR_FLUSHED) {
+                        dto_deliver_requests(d, &b);
+                } else if (local != DAT_DTO_SUCCESS) {
                         /* Like a NIC's local length error: the connection ends. */
                         dto_fail(d, "a request longer than the transport allows");
-                else
+                } else {
                         dto_tx_post(d);
+                }
         }
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
         /* Frames wait for room: the progress thread must watch for it.  And

@@ -19,8 +19,10 @@
 #include "libdat/ia.h"
 #include "libdat/lmr.h"
 #include "libdat/mem_ctx.h"
+#include "libdat/mem_shm.h"
 #include "libdat/pz.h"
 #include "libdat/rmr.h"
+#include "libdat/shm_direct.h"
 #include "libdat/srq.h"
 
 #include <dat2/dat_ib_extensions.h>
@@ -328,6 +330,48 @@ static void on_atomic_operands(struct dto_ep *d)
                 dto_fail(d, "the peer does not read its responses");
 }
 
+/* A Write whose sender takes an EXPORT (DTO_F_MAP_OK), into memory this
+ * process may share with it (libdat's shared memory of an LMR, reached
+ * with remote write through the EP's PZ): exports the whole window of its
+ * context, once per context while it is the last one looked at. */
+static void offer_window(struct dto_ep *d)
+{
+        uint32_t ctx = d->rx.rmr_context;
+        struct rmr_window w, again;
+        struct shm_direct_export e;
+        struct mem_shm *shm;
+        uintptr_t base;
+
+        if (!d->ch->direct || ctx == d->direct_last_ctx)
+                return;
+        d->direct_last_ctx = ctx;
+        if (!rmr_context_window(d->ia, ctx, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &w) || !w.lmr->shm ||
+            !w.pz || !ep_pz_is(d->ep, &w.pz->obj))
+                return;
+        shm = w.lmr->shm;
+        base = (uintptr_t)shm->addr;
+        if (w.length == 0 || w.start < base || w.length > shm->length ||
+            w.start - base > shm->length - w.length)
+                return;
+        if (shm_direct_export(d->ch->direct,
+                              &(struct shm_direct_window){ .ctx = ctx, .va = w.start,
+                                                           .len = w.length, .fd = shm->fd,
+                                                           .file_off = w.start - base },
+                              &e) != 1)
+                return;
+        /* A revocation before the export was registered did not see it. */
+        if (!rmr_context_window(d->ia, ctx, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &again) ||
+            again.lmr != w.lmr || again.start != w.start || again.length != w.length) {
+                shm_direct_revoke_context(ctx);
+                return;
+        }
+        (void)dto_tx_respond(d,
+                             &(struct dto_frame){ .op = DTO_OP_EXPORT, .seq = e.slot,
+                                                  .addr = e.state, .rmr_context = ctx,
+                                                  .status = (uint32_t)e.table_fd },
+                             NULL, false);
+}
+
 /* An RDMA Write is placed: acknowledged, and with immediate data its
  * receive completes carrying it. */
 static void write_done(struct dto_ep *d, struct dto_batch *b)
@@ -353,6 +397,8 @@ static enum action on_write(struct dto_ep *d, struct dto_batch *b)
                 respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_ERR_REMOTE_ACCESS, 0, 0, NULL);
                 return ACT_NEXT;
         }
+        if (d->rx.flags & DTO_F_MAP_OK)
+                offer_window(d);
         if (d->rx.flags & DTO_F_CMA) {
                 if (!cma_move(d, &target, 1, d->rx.len, true))
                         return protocol_error(d, "cannot read an RDMA Write from the peer");
@@ -536,6 +582,8 @@ static bool frame_sane(const struct dto_ep *d, const struct dto_frame *f)
         case DTO_OP_CMP_SWAP:
         case DTO_OP_FETCH_ADD:
                 return f->len == 2 * sizeof(uint64_t) && !f->nseg;
+        case DTO_OP_EXPORT:
+                return f->len == 0 && !f->nseg && f->seq < SHM_DIRECT_SLOTS;
         default:
                 return false;
         }
@@ -543,7 +591,8 @@ static bool frame_sane(const struct dto_ep *d, const struct dto_frame *f)
 
 static enum action on_header(struct dto_ep *d, struct dto_batch *b)
 {
-        if (d->rx.op != DTO_OP_HELLO && d->rx.op != DTO_OP_CMA_OK && d->rx.op != DTO_OP_BYE)
+        if (d->rx.op != DTO_OP_HELLO && d->rx.op != DTO_OP_CMA_OK && d->rx.op != DTO_OP_BYE &&
+            d->rx.op != DTO_OP_EXPORT)
                 d->work_frames++;
         switch (d->rx.op) {
         case DTO_OP_HELLO:
@@ -566,6 +615,18 @@ static enum action on_header(struct dto_ep *d, struct dto_batch *b)
         case DTO_OP_READ_RESP:
                 d->rx_state = DTO_RX_HEADER;
                 return on_response(d, b);
+        case DTO_OP_EXPORT:
+                /* Only to a sender of DTO_F_MAP_OK.  A window we cannot
+                 * map is no failure: the Writes to it go through the
+                 * channel as before. */
+                d->rx_state = DTO_RX_HEADER;
+                if (!d->direct_offer)
+                        return protocol_error(d, "an EXPORT we did not ask for");
+                (void)shm_direct_import(d->ch->direct, d->rx.rmr_context,
+                                        &(struct shm_direct_export){ .slot = d->rx.seq,
+                                                                     .state = d->rx.addr,
+                                                                     .table_fd = (int)d->rx.status });
+                return ACT_NEXT;
         case DTO_OP_BYE:
                 /* The peer disconnects: nothing follows; datd's event
                  * ends the connection here. */
@@ -940,8 +1001,11 @@ static bool small_request(struct dto_ep *d, struct dto_batch *b)
                 (void)take_recv(d);
                 break;
         case DTO_OP_WRITE:
-                if ((d->rx.flags & ~DTO_F_ACK_LATER) || !rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &to))
+                if ((d->rx.flags & ~(DTO_F_ACK_LATER | DTO_F_MAP_OK)) ||
+                    !rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &to))
                         return false;
+                if (d->rx.flags & DTO_F_MAP_OK)
+                        offer_window(d);
                 break;
         default:
                 return false;

@@ -173,6 +173,9 @@ static void request_frame(struct dto_ep *d, const struct dto_req *r, struct dto_
                 f->flags |= DTO_F_IMM;
                 f->status = r->immed;
         }
+        /* The next Writes may go straight into the target memory. */
+        if (r->kind == DTO_REQ_WRITE && d->direct_offer)
+                f->flags |= DTO_F_MAP_OK;
         /* Deep in a stream: its acknowledgement may wait (dto_wire.h). */
         if (d->acks_may_wait && r->seq - d->peer_ack >= DTO_ACK_LATER_DEPTH &&
             (r->kind == DTO_REQ_SEND || r->kind == DTO_REQ_WRITE)) {

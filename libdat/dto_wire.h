@@ -41,6 +41,16 @@
  *             READ_RESP with the 8 bytes the target held before.
  *   WRITE with DTO_F_IMM: status is 32 bits of immediate data; the target
  *             consumes a receive for it, like a SEND.
+ *   WRITE with DTO_F_MAP_OK (shm): the sender could write straight into
+ *             the target memory if it were shared memory it may map: the
+ *             receiver may answer with an EXPORT; one that ignores the flag
+ *             answers nothing more.
+ *   EXPORT    (shm, only to a sender of DTO_F_MAP_OK) the window rmr_context
+ *             reaches is shared memory the sender may map (shm_direct.h):
+ *             seq the slot of the receiver's export table, addr the slot's
+ *             state, status the table's descriptor in the receiver's
+ *             process; no payload.  Answers no request: it goes among the
+ *             responses, which it does not count among.
  *   BYE       the sender ends its side in order (a disconnect): the end of
  *             the stream after it is no failure; without it, it is one
  *             (the peer process died).  On shm neither wakes the peer: it
@@ -64,6 +74,7 @@ enum dto_op {
         DTO_OP_BYE = 8,
         DTO_OP_CMP_SWAP = 9,
         DTO_OP_FETCH_ADD = 10,
+        DTO_OP_EXPORT = 11,
 };
 
 enum dto_frame_flags {
@@ -71,6 +82,7 @@ enum dto_frame_flags {
         DTO_F_CMA = 2,                  /* payload by cross-memory attach, segments follow */
         DTO_F_IMM = 4,                  /* WRITE: status carries immediate data for a receive */
         DTO_F_ACK_LATER = 8,            /* SEND/WRITE: its acknowledgement may wait (below) */
+        DTO_F_MAP_OK = 16,              /* WRITE: the sender takes an EXPORT (above) */
 };
 
 /* Segments one frame may describe: the transport's max_iov_segments. */

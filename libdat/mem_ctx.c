@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libdat/shm_direct.h"
+
 #define INDEX_MASK ((1u << MEM_CTX_INDEX_BITS) - 1)
 #define KEY_BITS (32 - MEM_CTX_INDEX_BITS)
 #define KEY_MASK ((1u << KEY_BITS) - 1)
@@ -144,12 +146,24 @@ uint32_t mem_ctx_draw(uint32_t slot, enum mem_ctx_role role)
         return key << MEM_CTX_INDEX_BITS | slot;
 }
 
+/* A remote context that stopped resolving may still reach the memory of
+ * this host's peers that mapped it (shm_direct.h): they stop too. */
+static void remote_ctx_withdrawn(uint32_t old, uint32_t now)
+{
+        if (old != 0 && old != now)
+                shm_direct_revoke_context(old);
+}
+
 void mem_ctx_set(uint32_t slot, enum mem_ctx_role role, uint32_t ctx)
 {
         struct ctx_slot *s = slot_at(slot);
+        uint32_t old;
 
-        if (s)
-                __atomic_store_n(&s->ctx[role], ctx, __ATOMIC_RELEASE);
+        if (!s)
+                return;
+        old = __atomic_exchange_n(&s->ctx[role], ctx, __ATOMIC_ACQ_REL);
+        if (role == MEM_CTX_REMOTE)
+                remote_ctx_withdrawn(old, ctx);
 }
 
 uint32_t mem_ctx_publish(uint32_t slot, enum mem_ctx_role role)
@@ -168,18 +182,21 @@ void mem_ctx_revoke(uint32_t slot, enum mem_ctx_role role)
 void mem_ctx_release(uint32_t slot)
 {
         struct ctx_slot *s = slot_at(slot);
+        uint32_t remote;
 
         if (!s)
                 return;
         pthread_mutex_lock(&table_lock);
         __atomic_store_n(&s->ctx[MEM_CTX_LOCAL], 0, __ATOMIC_RELEASE);
-        __atomic_store_n(&s->ctx[MEM_CTX_REMOTE], 0, __ATOMIC_RELEASE);
+        remote = __atomic_exchange_n(&s->ctx[MEM_CTX_REMOTE], 0, __ATOMIC_ACQ_REL);
         __atomic_store_n(&s->owner, NULL, __ATOMIC_RELEASE);
         /* After the contexts stop resolving: a count read later finds them
          * gone (mem_ctx_release_count). */
         __atomic_add_fetch(&mem_ctx_releases, 1, __ATOMIC_RELEASE);
         slot_give_back(slot);
         pthread_mutex_unlock(&table_lock);
+        /* Outside the table's lock: it may wait for a peer's copy. */
+        remote_ctx_withdrawn(remote, 0);
 }
 
 struct dat_object *mem_ctx_find(uint32_t ctx, enum mem_ctx_role role)

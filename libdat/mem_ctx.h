@@ -11,7 +11,9 @@
  * contexts: a local one (an LMR's lmr_context) and a remote one (an LMR's
  * rmr_context, or the current rmr_context of a bound RMR), each 0 when
  * not published.  A remote context is replaced (dat_rmr_bind) or revoked
- * by publishing anew; the old value stops resolving at once.
+ * by publishing anew; the old value stops resolving at once, and a peer
+ * process that mapped the memory it reached writes no more into it once
+ * the call returns (shm_direct.h).
  *
  * Lookups return the owning object; callers check its type and its IA
  * (obj.parent).  Like every DAT call, they rely on the consumer not to free

@@ -348,33 +348,70 @@ static DAT_RETURN rmr_remote_access(const struct rmr_binding *b, DAT_VADDR addre
         return DAT_SUCCESS;
 }
 
+/* The object rmr_context names on ia (an LMR, or an RMR bound with it,
+ * whose binding *b then is, copied while the context still named it), or
+ * NULL. */
+static struct dat_object *context_owner(struct ia *ia, DAT_RMR_CONTEXT rmr_context,
+                                        struct rmr_binding *b)
+{
+        struct dat_object *o = mem_ctx_find(rmr_context, MEM_CTX_REMOTE);
+        struct rmr *rmr;
+
+        if (!o || o->parent != &ia->obj)
+                return NULL;
+        if (o->ops->type == DAT_HANDLE_TYPE_LMR)
+                return o;
+        rmr = dat_container_of(o, struct rmr, obj);
+        *b = rmr->bound;
+        /* A bind completing meanwhile may have changed the window. */
+        if (mem_ctx_find(rmr_context, MEM_CTX_REMOTE) != o || b->rmr_context != rmr_context)
+                return NULL;
+        return o;
+}
+
 DAT_RETURN rmr_context_find(struct ia *ia, DAT_RMR_CONTEXT rmr_context, DAT_VADDR address,
                             DAT_VLEN length, DAT_MEM_PRIV_FLAGS privileges, struct lmr **lmr,
                             struct pz **pz)
 {
-        struct dat_object *o = mem_ctx_find(rmr_context, MEM_CTX_REMOTE);
         struct rmr_binding b;
-        struct rmr *rmr;
+        struct dat_object *o = context_owner(ia, rmr_context, &b);
         DAT_RETURN ret;
 
-        if (!o || o->parent != &ia->obj)
+        if (!o)
                 return DAT_ERR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE);
         if (o->ops->type == DAT_HANDLE_TYPE_LMR) {
                 *lmr = dat_container_of(o, struct lmr, obj);
                 *pz = (*lmr)->pz;
                 return lmr_remote_access(*lmr, address, length, privileges);
         }
-        rmr = dat_container_of(o, struct rmr, obj);
-        b = rmr->bound;
-        /* A bind completing meanwhile may have changed the window. */
-        if (mem_ctx_find(rmr_context, MEM_CTX_REMOTE) != o || b.rmr_context != rmr_context)
-                return DAT_ERR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE);
         ret = rmr_remote_access(&b, address, length, privileges);
         if (ret != DAT_SUCCESS)
                 return ret;
         *lmr = lmr_lookup(b.lmr);
         if (!*lmr)
                 return DAT_ERR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE);
-        *pz = rmr->pz;
+        *pz = dat_container_of(o, struct rmr, obj)->pz;
         return DAT_SUCCESS;
+}
+
+bool rmr_context_window(struct ia *ia, DAT_RMR_CONTEXT rmr_context, DAT_MEM_PRIV_FLAGS privileges,
+                        struct rmr_window *w)
+{
+        struct rmr_binding b;
+        struct dat_object *o = context_owner(ia, rmr_context, &b);
+
+        if (!o)
+                return false;
+        if (o->ops->type == DAT_HANDLE_TYPE_LMR) {
+                w->lmr = dat_container_of(o, struct lmr, obj);
+                w->pz = w->lmr->pz;
+                w->start = w->lmr->registered_address;
+                w->length = w->lmr->registered_length;
+                return (privileges & w->lmr->privileges) == privileges;
+        }
+        w->lmr = lmr_lookup(b.lmr);
+        w->pz = dat_container_of(o, struct rmr, obj)->pz;
+        w->start = b.triplet.virtual_address;
+        w->length = b.triplet.segment_length;
+        return w->lmr && (privileges & b.mem_priv) == privileges;
 }

@@ -72,6 +72,19 @@ DAT_RETURN rmr_context_find(struct ia *ia, DAT_RMR_CONTEXT rmr_context, DAT_VADD
                             DAT_VLEN length, DAT_MEM_PRIV_FLAGS privileges, struct lmr **lmr,
                             struct pz **pz);
 
+/* The whole of what rmr_context reaches on ia (an LMR's registered range
+ * or an RMR's window), for the shm transport's direct Writes
+ * (shm_direct.h): true with *w when the context resolves and grants
+ * every privilege asked. */
+struct rmr_window {
+        struct lmr *lmr;
+        struct pz *pz;
+        DAT_VADDR start;
+        DAT_VLEN length;
+};
+bool rmr_context_window(struct ia *ia, DAT_RMR_CONTEXT rmr_context, DAT_MEM_PRIV_FLAGS privileges,
+                        struct rmr_window *w);
+
 /* Frees an RMR (ops->destroy, for an abrupt dat_ia_close). */
 void rmr_destroy(struct dat_object *obj);
 

@@ -63,6 +63,8 @@ struct db_pd {
         uint32_t rmr_context;
         uint64_t addr;          /* the LMR's first byte, as the peer addresses it */
         uint64_t len;           /* client -> server: what to register; back: what was */
+        uint32_t shared;        /* client -> server: register shared memory (--shared-mem) */
+        uint32_t reserved;
 };
 
 struct db_ctl {
@@ -80,6 +82,7 @@ struct db_conn {
         DAT_EVD_HANDLE req_evd, rcv_evd;
         DAT_EP_HANDLE ep;
         unsigned char *mem;     /* dst | src | control area */
+        bool shared;            /* mem is libdat's shared memory (--shared-mem) */
         size_t half;            /* dst and src length */
         size_t mem_len;
         DAT_LMR_HANDLE lmr;
@@ -89,6 +92,7 @@ struct db_conn {
         unsigned char *note;    /* zero-byte Sends land here (8 bytes posted) */
         uint64_t remote_addr, remote_len;
         DAT_RMR_CONTEXT remote_rmr;
+        bool remote_shared;     /* the server: the client asked for shared memory */
         unsigned req_out;       /* request DTOs not reaped yet */
         DAT_COUNT max_req, max_rcv;
 };
@@ -113,18 +117,35 @@ static void mem_setup(struct db_conn *c, size_t half)
 
         c->half = half;
         c->mem_len = 2 * half + DB_CTL_AREA;
-        c->mem = mmap(NULL, c->mem_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (c->mem == MAP_FAILED)
-                bench_die("datbench: cannot map %zu bytes: %s\n", c->mem_len, strerror(errno));
+        if (c->shared) {
+                /* Memory libdat maps from a shared memory object this
+                 * process names: a name of its own. */
+                char cookie[DAT_LMR_COOKIE_SIZE] = { 0 };
+
+                snprintf(cookie, sizeof(cookie), "datbench-%d-%lx", (int)getpid(),
+                         (unsigned long)bench_now_ns());
+                region.for_shared_memory = (DAT_SHARED_MEMORY){ .virtual_address = NULL,
+                                                                 .shared_memory_id = &cookie };
+                DB_CHECK(dat_lmr_create(c->d.ia, DAT_MEM_TYPE_SHARED_VIRTUAL, region, c->mem_len,
+                                        c->d.pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr,
+                                        &c->lmr_context, &c->rmr_context, &reg_len, &reg_addr));
+                c->mem = (unsigned char *)(uintptr_t)reg_addr;
+        } else {
+                c->mem = mmap(NULL, c->mem_len, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (c->mem == MAP_FAILED)
+                        bench_die("datbench: cannot map %zu bytes: %s\n", c->mem_len,
+                                  strerror(errno));
+                region.for_va = c->mem;
+                DB_CHECK(dat_lmr_create(c->d.ia, DAT_MEM_TYPE_VIRTUAL, region, c->mem_len,
+                                        c->d.pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr,
+                                        &c->lmr_context, &c->rmr_context, &reg_len, &reg_addr));
+        }
         /* Touch every page now, not during the measurement. */
         memset(c->mem, 0, c->mem_len);
         c->ctl_tx = (struct db_ctl *)(c->mem + 2 * half);
         c->ctl_rx = (struct db_ctl *)(c->mem + 2 * half + 256);
         c->note = c->mem + 2 * half + 512;
-        region.for_va = c->mem;
-        DB_CHECK(dat_lmr_create(c->d.ia, DAT_MEM_TYPE_VIRTUAL, region, c->mem_len, c->d.pz,
-                                DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr, &c->lmr_context,
-                                &c->rmr_context, &reg_len, &reg_addr));
 }
 
 /* The EP and its two DTO EVDs, with queues deep enough for the window. */
@@ -157,7 +178,8 @@ static void ep_setup(struct db_conn *c, unsigned window)
 static void pd_fill(const struct db_conn *c, struct db_pd *pd, uint64_t len)
 {
         *pd = (struct db_pd){ .magic = DB_MAGIC, .rmr_context = c->rmr_context,
-                              .addr = (uint64_t)(uintptr_t)c->mem, .len = len };
+                              .addr = (uint64_t)(uintptr_t)c->mem, .len = len,
+                              .shared = c->shared };
 }
 
 static void pd_take(struct db_conn *c, const void *data, DAT_COUNT size)
@@ -172,6 +194,7 @@ static void pd_take(struct db_conn *c, const void *data, DAT_COUNT size)
         c->remote_addr = pd.addr;
         c->remote_len = pd.len;
         c->remote_rmr = pd.rmr_context;
+        c->remote_shared = pd.shared != 0;
 }
 
 static void conn_close(struct db_conn *c)
@@ -180,7 +203,9 @@ static void conn_close(struct db_conn *c)
         DB_CHECK(dat_lmr_free(c->lmr));
         DB_CHECK(dat_evd_free(c->req_evd));
         DB_CHECK(dat_evd_free(c->rcv_evd));
-        munmap(c->mem, c->mem_len);
+        /* Shared memory went with its LMR. */
+        if (!c->shared)
+                munmap(c->mem, c->mem_len);
 }
 
 /* ---- posting and reaping --------------------------------------------------- */
@@ -522,6 +547,8 @@ static void serve_one(const struct db_opts *o, struct db_ia *d, int ready_fd)
         if (c.remote_len < 2 || c.remote_len > (2ull << 30))
                 bench_die("datbench: the client asks for %llu bytes\n",
                           (unsigned long long)c.remote_len);
+        /* The memory the client chose, on both sides. */
+        c.shared = c.remote_shared;
         mem_setup(&c, c.remote_len / 2);
         ep_setup(&c, 1024);
         post_ctl_recv(&c);
@@ -756,6 +783,7 @@ static void client(const struct db_opts *o, const struct sockaddr_storage *serve
                         bench_die("datbench: %zu bytes is above the IA's max_message_size %llu\n",
                                   o->sizes[i], (unsigned long long)c.d.attr.max_message_size);
         }
+        c.shared = o->shared_mem;
         mem_setup(&c, max);
         ep_setup(&c, o->window);
         pd_fill(&c, &pd, 2 * (uint64_t)max);

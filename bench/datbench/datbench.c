@@ -291,8 +291,9 @@ void db_results_print(const struct db_opts *o, FILE *f)
                 fflush(f);
                 return;
         }
-        fprintf(f, "{\"tool\": \"datbench\", \"mode\": \"%s\", \"ia\": \"%s\", \"results\": [",
-                o->mode, o->ia_name);
+        fprintf(f, "{\"tool\": \"datbench\", \"mode\": \"%s\", \"ia\": \"%s\", \"memory\": \"%s\", "
+                   "\"results\": [",
+                o->mode, o->ia_name, o->shared_mem ? "shared" : "virtual");
         for (size_t i = 0; i < n_results; i++) {
                 fputs(i ? ",\n  " : "\n  ", f);
                 json_result(f, &results[i]);
@@ -329,6 +330,9 @@ static void usage(FILE *f, const char *prog)
                 "  -C N             scale: connections to make (default 1000)\n"
                 "  -P PID           scale: datd's PID, whose RSS is measured\n"
                 "  --hold           scale: keep the endpoints until stdin closes\n"
+                "  --shared-mem     lat, bw: register memory libdat provides\n"
+                "                   (DAT_MEM_TYPE_SHARED_VIRTUAL), as ucx_perftest maps memory\n"
+                "                   UCX allocates: on shm, RDMA Writes into it go straight in\n"
                 "  --json           one JSON document on stdout instead of the table\n",
                 prog, DB_DEFAULT_QUAL);
 }
@@ -410,13 +414,14 @@ static bool parse_cpus(struct db_opts *o, const char *s)
         return true;
 }
 
-enum { OPT_JSON = 0x100, OPT_HOLD, OPT_HELP };
+enum { OPT_JSON = 0x100, OPT_HOLD, OPT_SHARED_MEM, OPT_HELP };
 
 static int parse_args(int argc, char **argv, struct db_opts *o)
 {
         static const struct option longopts[] = {
                 { "json", no_argument, NULL, OPT_JSON },
                 { "hold", no_argument, NULL, OPT_HOLD },
+                { "shared-mem", no_argument, NULL, OPT_SHARED_MEM },
                 { "help", no_argument, NULL, OPT_HELP },
                 {},
         };
@@ -469,6 +474,7 @@ static int parse_args(int argc, char **argv, struct db_opts *o)
                 case 'P': ok = parse_u64(optarg, &pid) && pid > 0; o->datd_pid = (pid_t)pid; break;
                 case OPT_JSON: o->json = true; ok = true; break;
                 case OPT_HOLD: o->hold = true; ok = true; break;
+                case OPT_SHARED_MEM: o->shared_mem = true; ok = true; break;
                 case OPT_HELP: usage(stdout, o->prog); return 1;
                 default: usage(stderr, o->prog); return -1;
                 }

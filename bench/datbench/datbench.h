@@ -63,6 +63,7 @@ struct db_opts {
         bool test_send, test_write, test_read;  /* -T */
         unsigned window;                /* -W (bw) */
         bool json;                      /* --json */
+        bool shared_mem;                /* --shared-mem (lat, bw) */
         /* conn */
         unsigned clients;               /* -k */
         unsigned conns;                 /* -N */

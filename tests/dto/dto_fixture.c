@@ -241,6 +241,8 @@ struct dto_mem dto_mem_new(struct dto_side *s, DAT_PZ_HANDLE pz, DAT_VLEN len,
         DAT_RETURN r;
         void *p;
 
+        if (getenv("DTO_SHARED_MEM"))
+                return dto_shared_mem_new(s, pz, len, privileges);
         p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         DTO_ASSERTF(p != MAP_FAILED, "mmap(%llu): %m", (unsigned long long)len);
         m.buf = p;
@@ -253,11 +255,36 @@ struct dto_mem dto_mem_new(struct dto_side *s, DAT_PZ_HANDLE pz, DAT_VLEN len,
         return m;
 }
 
+struct dto_mem dto_shared_mem_new(struct dto_side *s, DAT_PZ_HANDLE pz, DAT_VLEN len,
+                                  DAT_MEM_PRIV_FLAGS privileges)
+{
+        static unsigned made;
+        struct dto_mem m = { .len = len, .privileges = privileges, .shared = true };
+        char cookie[DAT_LMR_COOKIE_SIZE] = { 0 };
+        DAT_REGION_DESCRIPTION region;
+        DAT_VLEN reg_len = 0;
+        DAT_VADDR reg_addr = 0;
+        DAT_RETURN r;
+
+        /* A name of this process's own. */
+        snprintf(cookie, sizeof(cookie), "dto-%d-%u", (int)getpid(), made++);
+        region.for_shared_memory = (DAT_SHARED_MEMORY){ .virtual_address = NULL,
+                                                         .shared_memory_id = &cookie };
+        r = dat_lmr_create(s->ia, DAT_MEM_TYPE_SHARED_VIRTUAL, region, len ? len : 1,
+                           pz ? pz : s->pz, privileges, DAT_VA_TYPE_VA, &m.lmr, &m.lmr_context,
+                           &m.rmr_context, &reg_len, &reg_addr);
+        DTO_ASSERTF(r == DAT_SUCCESS, "dat_lmr_create(shared, %llu bytes, priv 0x%x): 0x%08x",
+                    (unsigned long long)len, privileges, r);
+        m.buf = (unsigned char *)(uintptr_t)reg_addr;
+        return m;
+}
+
 void dto_mem_free(struct dto_mem *m)
 {
         if (m->lmr)
                 dat_lmr_free(m->lmr);
-        if (m->buf)
+        /* Shared memory goes with its LMR. */
+        if (m->buf && !m->shared)
                 munmap(m->buf, m->len ? m->len : 1);
         *m = (struct dto_mem){ 0 };
 }

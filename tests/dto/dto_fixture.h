@@ -125,6 +125,7 @@ struct dto_mem {
         DAT_LMR_CONTEXT lmr_context;
         DAT_RMR_CONTEXT rmr_context;            /* the LMR's (dat_lmr_create) */
         DAT_MEM_PRIV_FLAGS privileges;
+        bool shared;                            /* libdat's shared memory (DTO_SHARED_MEM) */
 };
 
 /* The peer's description of one of its buffers. */
@@ -251,6 +252,11 @@ struct dto_remote dto_exchange(struct dto_side *s, const struct dto_mem *mine);
 struct dto_mem dto_mem_new(struct dto_side *s, DAT_PZ_HANDLE pz, DAT_VLEN len,
                            DAT_MEM_PRIV_FLAGS privileges);
 void dto_mem_free(struct dto_mem *m);
+/* The same in shared memory libdat provides (DAT_MEM_TYPE_SHARED_VIRTUAL,
+ * a name of its own): what dto_mem_new makes when the environment has
+ * DTO_SHARED_MEM (the shmshared programs). */
+struct dto_mem dto_shared_mem_new(struct dto_side *s, DAT_PZ_HANDLE pz, DAT_VLEN len,
+                                  DAT_MEM_PRIV_FLAGS privileges);
 
 /* A local segment of m: [off, off+len). */
 DAT_LMR_TRIPLET dto_iov(const struct dto_mem *m, DAT_VLEN off, DAT_VLEN len);
@@ -382,7 +388,9 @@ DAT_DTO_COMPLETION_EVENT_DATA dto_expect_recv(struct dto_side *s, DAT_EP_HANDLE 
 #define DTO_CAT(a, b) DTO_CAT_(a, b)
 
 #ifdef DTO_TRANSPORT
-#if DTO_TRANSPORT == DTO_SHM
+#if DTO_TRANSPORT == DTO_SHM && defined(DTO_SHARED_MEM)
+#define DTO_TRANSPORT_SUFFIX shmshared
+#elif DTO_TRANSPORT == DTO_SHM
 #define DTO_TRANSPORT_SUFFIX shm
 #elif DTO_TRANSPORT == DTO_TCP_LOCAL && defined(DTO_TCP_SOCKBUF)
 #define DTO_TRANSPORT_SUFFIX tcpsmall
@@ -404,6 +412,12 @@ static inline void dto_suite_init(void)
          * KiB, so that every frame goes in pieces (partial reads and
          * writes, back-pressure); libdat's tcp channel honours this. */
         setenv("DATD_TCP_SOCKBUF", DTO_STR(DTO_TCP_SOCKBUF), 1);
+#endif
+#ifdef DTO_SHARED_MEM
+        /* The same bodies with every buffer in shared memory libdat
+         * provides (DAT_MEM_TYPE_SHARED_VIRTUAL): on shm the peer maps it
+         * and its RDMA Writes go straight in (libdat/shm_direct.h). */
+        setenv("DTO_SHARED_MEM", "1", 1);
 #endif
         dto_setup(DTO_TRANSPORT);
 }

@@ -140,6 +140,25 @@ tests_dto_test_dto_rdma_tcpsmall_SOURCES = tests/dto/test_dto_rdma.c
 tests_dto_test_dto_rdma_tcpsmall_CFLAGS = $(dto_tcpsmall_cflags)
 tests_dto_test_dto_rdma_tcpsmall_LDADD = $(dto_test_ldadd)
 
+# The RDMA bodies again on shm with every buffer in shared memory libdat
+# provides: RDMA Writes then go straight into the peer's memory
+# (libdat/shm_direct.h).
+dto_tests += tests/dto/test_dto_rdma_shmshared
+tests_dto_test_dto_rdma_shmshared_SOURCES = tests/dto/test_dto_rdma.c
+tests_dto_test_dto_rdma_shmshared_CFLAGS = $(dto_shm_cflags) -DDTO_SHARED_MEM
+tests_dto_test_dto_rdma_shmshared_LDADD = $(dto_test_ldadd)
+# test_dto_users_shmshared: the same between two users, who may not
+# map each other's memory: every Write goes through the ring.
+dto_tests += tests/dto/test_dto_users_shmshared
+tests_dto_test_dto_users_shmshared_SOURCES = tests/dto/test_dto_users.c
+tests_dto_test_dto_users_shmshared_CFLAGS = $(dto_shm_cflags) -DDTO_SHARED_MEM
+tests_dto_test_dto_users_shmshared_LDADD = $(dto_fault_ldadd)
+# test_dto_direct: what only direct Writes do (shm only)
+dto_tests += tests/dto/test_dto_direct_shm
+tests_dto_test_dto_direct_shm_SOURCES = tests/dto/test_dto_direct.c
+tests_dto_test_dto_direct_shm_CFLAGS = $(dto_shm_cflags)
+tests_dto_test_dto_direct_shm_LDADD = $(dto_test_ldadd)
+
 # Issue 6: a link cut with DTOs outstanding (network namespaces only).
 dto_tests += tests/dto/test_dto_link_netns
 tests_dto_test_dto_link_netns_SOURCES = tests/dto/test_dto_link.c

@@ -20,7 +20,8 @@ libdat_tests = \
 	tests/libdat/test_dat_lock \
 	tests/libdat/test_raw_syscall \
 	tests/libdat/test_peer_watch \
-	tests/libdat/test_lmr_seen
+	tests/libdat/test_lmr_seen \
+	tests/libdat/test_shm_direct
 check_PROGRAMS += $(libdat_tests)
 TESTS += $(libdat_tests)
 
@@ -68,4 +69,8 @@ tests_libdat_test_peer_watch_LDADD = $(libdat_test_core)
 tests_libdat_test_lmr_seen_SOURCES = tests/libdat/test_lmr_seen.c
 tests_libdat_test_lmr_seen_CFLAGS = $(libdat_test_cflags)
 tests_libdat_test_lmr_seen_LDADD = $(libdat_test_core)
+
+tests_libdat_test_shm_direct_SOURCES = tests/libdat/test_shm_direct.c
+tests_libdat_test_shm_direct_CFLAGS = $(libdat_test_cflags)
+tests_libdat_test_shm_direct_LDADD = $(libdat_test_core)
 endif

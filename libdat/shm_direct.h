@@ -1,0 +1,115 @@
+/* Direct RDMA Writes on the shm transport: the target of a connection
+ * exports the shared memory an rmr_context reaches, and the initiator maps
+ * it and copies its RDMA Writes straight in, without the ring and without
+ * the target process (dto_wire.h: DTO_F_MAP_OK, EXPORT).
+ *
+ * What may be exported: memory libdat itself provides to an LMR
+ * (DAT_MEM_TYPE_SHARED_VIRTUAL without a consumer address, mem_shm.h), a
+ * named shared memory object the initiator can map too.  Memory of the
+ * consumer's own (DAT_MEM_TYPE_VIRTUAL) cannot be mapped by another
+ * process: its Writes go through the ring as before.
+ *
+ * Each end of a shm channel has one struct shm_direct, for both roles:
+ *
+ * Exporting (the target): a table of SHM_DIRECT_SLOTS slots in a sealed
+ * memfd of its own (shm_region.h), made at the first export.  A slot
+ * describes one exported window (rmr_context, addresses, where they lie in
+ * the object, the object's descriptor in the exporter) and carries two
+ * words: `state`, the exporter's, odd while the window is exported and
+ * incremented at every export and revocation (so a state is never seen
+ * twice); `busy`, the importer's, 1 while it copies a Write in.  The
+ * EXPORT frame names the slot, its state and the table's descriptor.
+ *
+ * Importing (the initiator): on an EXPORT it takes the table's and the
+ * object's descriptors from the peer (pidfd_getfd(2): the same permission
+ * as process_vm_readv, which the same host's cross-memory attach needs
+ * already), maps the table once and the window, and keeps the window
+ * under its rmr_context.  A Write then:
+ *     busy = 1; full fence; state still the one exported? copy; busy = 0.
+ * A revocation (the context stops resolving: RMR unbind or rebind, LMR
+ * free; or the connection ends):
+ *     state++ (not exported); full fence; wait until busy == 0.
+ * Either the Write sees the new state and copies nothing, or the
+ * revocation sees busy and waits for the copy to end: once a revocation
+ * returns, no Write lands in the window.  The wait ends when the copy does,
+ * or when the peer process is gone (its pidfd); a peer stopped in the
+ * middle of a copy (a debugger) holds it.
+ *
+ * Trust: a peer that may take our descriptors with pidfd_getfd may also
+ * ptrace us; mapping what it exports gives it nothing it did not have.  A
+ * hostile peer could shrink an exported object under our mapping (its
+ * shared memory objects cannot be sealed) and our next Write would fault:
+ * no more harm than its kill(2) or ptrace(2), which the same permission
+ * allows. */
+#ifndef DATD_LIBDAT_SHM_DIRECT_H
+#define DATD_LIBDAT_SHM_DIRECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* Windows one end may export on one channel at a time (and import). */
+#define SHM_DIRECT_SLOTS 32
+
+struct shm_direct;
+
+/* For one end of a shm channel to peer_pid, whose pidfd the channel keeps
+ * (not owned: destroy this first).  NULL when no direct Write can be made
+ * on it: no pidfd, DATD_SHM_NO_DIRECT set in the environment, or no
+ * memory. */
+struct shm_direct *shm_direct_new(pid_t peer_pid, int peer_pidfd);
+
+/* The connection is over: revokes every window this end exported (the
+ * peer's Writes into them stop before it returns).  Accepts NULL. */
+void shm_direct_end(struct shm_direct *x);
+
+/* shm_direct_end, then unmaps what this end imported, and frees.  Accepts
+ * NULL. */
+void shm_direct_destroy(struct shm_direct *x);
+
+/* ---- exporting (the target) ------------------------------------------------ */
+
+/* A window to export: [va, va + len) of our memory, which is the object
+ * fd at file_off on, under rmr_context ctx. */
+struct shm_direct_window {
+        uint32_t ctx;
+        uint64_t va, len;
+        int fd;
+        uint64_t file_off;
+};
+
+/* What the EXPORT frame tells the peer. */
+struct shm_direct_export {
+        uint32_t slot;
+        uint64_t state;
+        int table_fd;                   /* in this process */
+};
+
+/* Exports w on this channel.  1 with *out: send EXPORT; 0: w's context is
+ * exported here already, or no slot is free; -errno: no table.  The caller
+ * checks afterwards that w's context still resolves to the same window,
+ * and revokes it (shm_direct_revoke_context) if not: a revocation that ran
+ * before the export was registered did not see it. */
+int shm_direct_export(struct shm_direct *x, const struct shm_direct_window *w,
+                      struct shm_direct_export *out);
+
+/* ctx stopped resolving (mem_ctx.h): revokes its windows on every channel
+ * of the process.  Cheap when nothing is exported. */
+void shm_direct_revoke_context(uint32_t ctx);
+
+/* ---- importing (the initiator) --------------------------------------------- */
+
+/* The peer's EXPORT: maps its table (the first time) and the window.  0, or
+ * -errno (the peer's Writes to ctx keep going through the ring; never a
+ * failure of the connection: a window revoked meanwhile is not an error). */
+int shm_direct_import(struct shm_direct *x, uint32_t ctx, const struct shm_direct_export *e);
+
+/* An RDMA Write of the n segments of iov (total bytes) to the peer's
+ * [va, va + total) under ctx, by copying: true once the bytes are in the
+ * peer's memory; false, nothing written, when no imported window of ctx
+ * holds the range (or it was revoked: forgotten then). */
+bool shm_direct_write(struct shm_direct *x, uint32_t ctx, uint64_t va, const struct iovec *iov,
+                      int n, uint64_t total);
+
+#endif

@@ -1,0 +1,258 @@
+/* Direct RDMA Writes on the shm transport (libdat/shm_direct.h): into
+ * shared memory libdat provides (DAT_MEM_TYPE_SHARED_VIRTUAL), the
+ * initiator's Writes land without the target process, and they stop when
+ * the window stops being reachable.  shm only: the other transports have
+ * no direct Writes (the RDMA bodies run on them, and on shm with shared
+ * memory, in test_dto_rdma). */
+#include "config.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/dto/dto_fixture.h"
+
+DTO_TEST_SUITE(direct);
+
+#define SLOT_LEN 256
+#define N_WRITES 8
+
+/* The target: shared memory, described to the initiator, then its pid. */
+static struct dto_mem target_setup(struct dto_side *s, DAT_VLEN len)
+{
+        struct dto_mem m = dto_shared_mem_new(s, DAT_HANDLE_NULL, len, DAT_MEM_PRIV_ALL_FLAG);
+
+        memset(m.buf, 0, len);
+        (void)dto_exchange(s, &m);
+        dto_put_u64(s, (uint64_t)getpid());
+        return m;
+}
+
+/* The initiator: the target's shared memory and pid; one Write through
+ * the channel first, which brings the target's export. */
+static struct dto_remote initiator_setup(struct dto_side *s, pid_t *target)
+{
+        struct dto_mem none = { 0 };
+        struct dto_remote r = dto_exchange(s, &none);
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, 0, SLOT_LEN);
+        DAT_RMR_TRIPLET remote = dto_riov(&r, 0, SLOT_LEN);
+
+        *target = (pid_t)dto_get_u64(s);
+        dto_fill(s->mem.buf, SLOT_LEN, 1);
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 1, &remote);
+        return r;
+}
+
+/* ---- without the target ----------------------------------------------------- */
+
+static void frozen_target(struct dto_side *s, void *arg)
+{
+        struct dto_mem m = target_setup(s, N_WRITES * SLOT_LEN);
+
+        (void)arg;
+        /* Frozen by the initiator from here until it says so: this
+         * thread takes nothing either. */
+        DTO_ASSERT_EQ(dto_get_u64(s), 1);
+        for (unsigned k = 1; k < N_WRITES; k++)
+                dto_verify(m.buf + k * SLOT_LEN, SLOT_LEN, 10 + k);
+        dto_barrier(s);
+        dto_mem_free(&m);
+}
+
+static void writes_to_frozen(struct dto_side *s, void *arg)
+{
+        const bool *direct = arg;
+        pid_t target;
+        struct dto_remote r = initiator_setup(s, &target);
+        struct dto_frozen frozen;
+
+        dto_freeze_helpers(target, &frozen);
+        for (unsigned k = 1; k < N_WRITES; k++) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, k * SLOT_LEN, SLOT_LEN);
+                DAT_RMR_TRIPLET remote = dto_riov(&r, k * SLOT_LEN, SLOT_LEN);
+
+                dto_fill(s->mem.buf + k * SLOT_LEN, SLOT_LEN, 10 + k);
+                DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(10 + k),
+                                                     &remote, DAT_COMPLETION_DEFAULT_FLAG),
+                              DAT_SUCCESS);
+                if (*direct) {
+                        /* Placed by the copy: complete already. */
+                        dto_expect_dto(s->request_evd, s->ep[0], 10 + k, DAT_DTO_SUCCESS,
+                                       SLOT_LEN, DAT_DTO_RDMA_WRITE);
+                } else if (k == 1) {
+                        /* Through the channel, nobody there takes it. */
+                        dto_expect_no_event(s->request_evd, 300 * 1000);
+                }
+        }
+        dto_thaw(&frozen);
+        if (!*direct)
+                for (unsigned k = 1; k < N_WRITES; k++)
+                        dto_expect_dto(s->request_evd, s->ep[0], 10 + k, DAT_DTO_SUCCESS,
+                                       SLOT_LEN, DAT_DTO_RDMA_WRITE);
+        dto_put_u64(s, 1);
+        dto_barrier(s);
+}
+
+/* dto.h: "RDMA lands without the target application's help"; into shared
+ * memory on shm without the target process at all: its progress thread
+ * frozen and its application in no DAT call, the Writes after the first
+ * complete (the data is in the target memory when they do). */
+Test(DTO_SUITE(direct), writes_into_shared_memory_land_while_the_target_process_is_frozen)
+{
+        bool direct = true;
+
+        dto_run(NULL, frozen_target, writes_to_frozen, &direct);
+}
+
+/* The control of the test above: with direct Writes turned off
+ * (DATD_SHM_NO_DIRECT) the same Writes go through the channel, and a
+ * frozen target takes nothing until it thaws. */
+Test(DTO_SUITE(direct), without_direct_writes_a_frozen_target_takes_nothing)
+{
+        static const char *const env[] = { "DATD_SHM_NO_DIRECT=1", NULL };
+        struct dto_config cfg = { .env = env };
+        bool direct = false;
+
+        dto_run(&cfg, frozen_target, writes_to_frozen, &direct);
+}
+
+/* ---- order ---------------------------------------------------------------------- */
+
+#define SPOT (SLOT_LEN * 2)
+
+static void order_target(struct dto_side *s, void *arg)
+{
+        struct dto_mem m = target_setup(s, 4 * SLOT_LEN);
+        DAT_LMR_TRIPLET rx = dto_iov(&s->mem, 0, 64);
+
+        (void)arg;
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &rx, dto_cookie(7), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_put_u64(s, 1);
+        DTO_ASSERT_EQ(dto_get_u64(s), 2); /* thawed */
+        dto_expect_dto(s->recv_evd, s->ep[0], 7, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        dto_barrier(s); /* every request of the initiator completed */
+        dto_verify(m.buf + SPOT, SLOT_LEN, 32);
+        dto_barrier(s);
+        dto_mem_free(&m);
+}
+
+static void order_initiator(struct dto_side *s, void *arg)
+{
+        pid_t target;
+        struct dto_remote r;
+        struct dto_frozen frozen;
+        DAT_LMR_TRIPLET msg = dto_iov(&s->mem, 0, 64);
+
+        (void)arg;
+        r = initiator_setup(s, &target);
+        DTO_ASSERT_EQ(dto_get_u64(s), 1); /* its receive is posted */
+        dto_freeze_helpers(target, &frozen);
+        /* A Send the frozen target cannot take: outstanding. */
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &msg, dto_cookie(30), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        /* Two Writes to one spot behind it: the second must not land
+         * before the first, which waits in the channel. */
+        for (unsigned k = 1; k <= 2; k++) {
+                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, k * SLOT_LEN, SLOT_LEN);
+                DAT_RMR_TRIPLET remote = dto_riov(&r, SPOT, SLOT_LEN);
+
+                dto_fill(s->mem.buf + k * SLOT_LEN, SLOT_LEN, 30 + k);
+                DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(30 + k),
+                                                     &remote, DAT_COMPLETION_DEFAULT_FLAG),
+                              DAT_SUCCESS);
+        }
+        dto_thaw(&frozen);
+        dto_put_u64(s, 2);
+        dto_expect_dto(s->request_evd, s->ep[0], 30, DAT_DTO_SUCCESS, 64, DAT_DTO_SEND);
+        dto_expect_dto(s->request_evd, s->ep[0], 31, DAT_DTO_SUCCESS, SLOT_LEN, DAT_DTO_RDMA_WRITE);
+        dto_expect_dto(s->request_evd, s->ep[0], 32, DAT_DTO_SUCCESS, SLOT_LEN, DAT_DTO_RDMA_WRITE);
+        dto_barrier(s);
+        dto_barrier(s);
+}
+
+/* A reliable connection places an EP's Writes in order, and completes its
+ * requests in order: a Write is copied straight in only when nothing of
+ * the EP's is outstanding, never past a Write still in the channel. */
+Test(DTO_SUITE(direct), a_write_never_lands_before_an_earlier_one_still_in_the_channel)
+{
+        dto_run(NULL, order_target, order_initiator, NULL);
+}
+
+/* ---- revocation ------------------------------------------------------------------- */
+
+static void freeing_target(struct dto_side *s, void *arg)
+{
+        struct dto_mem m = target_setup(s, 2 * SLOT_LEN);
+
+        (void)arg;
+        DTO_ASSERT_EQ(dto_get_u64(s), 1); /* the second Write went */
+        dto_verify(m.buf + SLOT_LEN, SLOT_LEN, 41);
+        dto_mem_free(&m);
+        dto_put_u64(s, 2);
+        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_BROKEN);
+        dto_barrier(s);
+}
+
+static void writes_after_free(struct dto_side *s, void *arg)
+{
+        pid_t target;
+        struct dto_remote r = initiator_setup(s, &target);
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, SLOT_LEN, SLOT_LEN);
+        DAT_RMR_TRIPLET remote = dto_riov(&r, SLOT_LEN, SLOT_LEN);
+
+        (void)arg;
+        dto_fill(s->mem.buf + SLOT_LEN, SLOT_LEN, 41);
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 41, &remote);
+        dto_put_u64(s, 1);
+        DTO_ASSERT_EQ(dto_get_u64(s), 2); /* its LMR is freed */
+        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(42), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_expect_dto(s->request_evd, s->ep[0], 42, DAT_DTO_ERR_REMOTE_ACCESS, DTO_ANY_LENGTH,
+                       DAT_DTO_RDMA_WRITE);
+        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_BROKEN);
+        dto_barrier(s);
+}
+
+/* dat_lmr_free(3DAT): the LMR's rmr_context is no longer valid once the
+ * call returns; a peer that mapped its memory writes no more into it
+ * (the Write through the channel is refused: DAT_DTO_ERR_REMOTE_ACCESS,
+ * and the connection breaks, as dto.h says of error completions). */
+Test(DTO_SUITE(direct), a_write_after_the_target_freed_its_lmr_is_refused)
+{
+        dto_run(NULL, freeing_target, writes_after_free, NULL);
+}
+
+static void survivor_target(struct dto_side *s, void *arg)
+{
+        struct dto_mem m = target_setup(s, 2 * SLOT_LEN);
+
+        (void)arg;
+        DTO_ASSERT_EQ(dto_get_u64(s), 1);
+        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_BROKEN);
+        dto_verify(m.buf + SLOT_LEN, SLOT_LEN, 51);
+        /* The peer that mapped it is gone: freeing waits for nobody. */
+        dto_mem_free(&m);
+}
+
+static void writes_then_dies(struct dto_side *s, void *arg)
+{
+        pid_t target;
+        struct dto_remote r = initiator_setup(s, &target);
+        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, SLOT_LEN, SLOT_LEN);
+        DAT_RMR_TRIPLET remote = dto_riov(&r, SLOT_LEN, SLOT_LEN);
+
+        (void)arg;
+        dto_fill(s->mem.buf + SLOT_LEN, SLOT_LEN, 51);
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 51, &remote);
+        dto_put_u64(s, 1);
+        dto_die(s);
+}
+
+/* A peer that mapped our memory and died: the connection breaks, and the
+ * memory frees as ever. */
+Test(DTO_SUITE(direct), memory_a_dead_peer_wrote_into_frees)
+{
+        dto_run(NULL, survivor_target, writes_then_dies, NULL);
+}
