@@ -11,22 +11,16 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "libdat/env_switch.h"
 #include "libdat/ep.h"
 
 /* The peer may use cross-memory attach on us: whether this environment
  * lets it.  DATD_SHM_NO_CMA=1 turns it off (tests of the fallback). */
 static bool cma_allowed(void)
 {
-        static int cached = -1;
-        int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+        static int no_cma = -1;
 
-        if (v < 0) {
-                const char *e = getenv("DATD_SHM_NO_CMA");
-
-                v = !(e && *e && strcmp(e, "0") != 0);
-                __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-        }
-        return v;
+        return !env_switch_on("DATD_SHM_NO_CMA", &no_cma);
 }
 
 void dto_probe_reset(struct dto_ep *d)

@@ -57,7 +57,7 @@ libdat_libdatcore_la_SOURCES += libdat/ep_events.c libdat/ep_events.h
 libdat_libdatcore_la_SOURCES += libdat/mem_object.c libdat/mem_object.h
 libdat_libdatcore_la_SOURCES += libdat/conn.c libdat/conn.h libdat/listener.c libdat/progress.c libdat/progress.h
 libdat_libdatcore_la_SOURCES += libdat/shm_link.c libdat/shm_link.h libdat/shm_region.c libdat/shm_region.h \
-	libdat/shm_keep.c libdat/shm_keep.h libdat/shm_direct.c libdat/shm_direct.h
+	libdat/shm_keep.c libdat/shm_keep.h libdat/shm_direct.c libdat/shm_direct.h libdat/env_switch.h
 # The data path (issue 5/6): channels and the DTO engine.
 libdat_libdatcore_la_SOURCES += libdat/channel.c libdat/channel.h libdat/channel_shm.c libdat/channel_tcp.c libdat/raw_syscall.h \
 	libdat/channel_closer.c libdat/channel_closer.h libdat/peer_watch.c libdat/peer_watch.h \

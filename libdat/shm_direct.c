@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/macro.h"
+#include "libdat/env_switch.h"
 #include "libdat/shm_region.h"
 
 /* One slot of the table the exporter shares: a line each writer owns, so
@@ -78,16 +79,9 @@ static unsigned long live_exports;      /* atomic: windows exported in the proce
 
 static bool direct_allowed(void)
 {
-        static int cached = -1;
-        int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+        static int no_direct = -1;
 
-        if (v < 0) {
-                const char *e = getenv("DATD_SHM_NO_DIRECT");
-
-                v = !(e && *e && strcmp(e, "0") != 0);
-                __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
-        }
-        return v;
+        return !env_switch_on("DATD_SHM_NO_DIRECT", &no_direct);
 }
 
 struct shm_direct *shm_direct_new(pid_t peer_pid, int peer_pidfd)

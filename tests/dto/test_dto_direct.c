@@ -181,6 +181,22 @@ Test(DTO_SUITE(direct), a_write_never_lands_before_an_earlier_one_still_in_the_c
 
 /* ---- revocation ------------------------------------------------------------------- */
 
+/* The initiator, after initiator_setup: a Write of pattern seed into the
+ * target's second slot (straight in), *iov and *remote where it went;
+ * then tells the target. */
+static void write_second_slot(struct dto_side *s, uint64_t seed, DAT_LMR_TRIPLET *iov,
+                              DAT_RMR_TRIPLET *remote)
+{
+        pid_t target;
+        struct dto_remote r = initiator_setup(s, &target);
+
+        *iov = dto_iov(&s->mem, SLOT_LEN, SLOT_LEN);
+        *remote = dto_riov(&r, SLOT_LEN, SLOT_LEN);
+        dto_fill(s->mem.buf + SLOT_LEN, SLOT_LEN, seed);
+        dto_rdma_write_wait(s, s->ep[0], iov, 1, seed, remote);
+        dto_put_u64(s, 1);
+}
+
 static void freeing_target(struct dto_side *s, void *arg)
 {
         struct dto_mem m = target_setup(s, 2 * SLOT_LEN);
@@ -196,15 +212,11 @@ static void freeing_target(struct dto_side *s, void *arg)
 
 static void writes_after_free(struct dto_side *s, void *arg)
 {
-        pid_t target;
-        struct dto_remote r = initiator_setup(s, &target);
-        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, SLOT_LEN, SLOT_LEN);
-        DAT_RMR_TRIPLET remote = dto_riov(&r, SLOT_LEN, SLOT_LEN);
+        DAT_LMR_TRIPLET iov;
+        DAT_RMR_TRIPLET remote;
 
         (void)arg;
-        dto_fill(s->mem.buf + SLOT_LEN, SLOT_LEN, 41);
-        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 41, &remote);
-        dto_put_u64(s, 1);
+        write_second_slot(s, 41, &iov, &remote);
         DTO_ASSERT_EQ(dto_get_u64(s), 2); /* its LMR is freed */
         DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(42), &remote,
                                              DAT_COMPLETION_DEFAULT_FLAG),
@@ -238,15 +250,11 @@ static void survivor_target(struct dto_side *s, void *arg)
 
 static void writes_then_dies(struct dto_side *s, void *arg)
 {
-        pid_t target;
-        struct dto_remote r = initiator_setup(s, &target);
-        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, SLOT_LEN, SLOT_LEN);
-        DAT_RMR_TRIPLET remote = dto_riov(&r, SLOT_LEN, SLOT_LEN);
+        DAT_LMR_TRIPLET iov;
+        DAT_RMR_TRIPLET remote;
 
         (void)arg;
-        dto_fill(s->mem.buf + SLOT_LEN, SLOT_LEN, 51);
-        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 51, &remote);
-        dto_put_u64(s, 1);
+        write_second_slot(s, 51, &iov, &remote);
         dto_die(s);
 }
 
