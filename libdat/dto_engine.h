@@ -160,10 +160,12 @@ struct dto_ep {
         uint64_t probe_value;           /* what our HELLO's address holds */
         uint32_t cma_ok_value;
         /* Direct Writes (shm_direct.h): our Writes ask the peer to export
-         * its shared memory (DTO_F_MAP_OK); the last context of the peer's
-         * we looked at for export (each once while it stays the last). */
+         * its shared memory (DTO_F_MAP_OK); the context of ours the peer
+         * last wrote to through the channel, and whether we looked at
+         * exporting it (at its second Write in a row, dto_rx.c). */
         bool direct_offer;
         uint32_t direct_last_ctx;
+        bool direct_offered;
 
         /* Request queue: at most req_cap entries (the EP's
          * max_request_dtos) in a ring of req_mask + 1, a power of two, so

@@ -322,10 +322,21 @@ static void flush_all(struct dto_ep *d, struct dto_batch *b)
         d->graceful_pending = false;
 }
 
+/* The connection is over: the peer's direct Writes into what we exported
+ * stop before the first completion of its end (a flushed receive) can
+ * reach an EVD and tell the consumer it may reuse its buffers
+ * (shm_direct.h).  Under lock. */
+static void end_direct_writes(struct dto_ep *d)
+{
+        if (d->ch)
+                shm_direct_end(d->ch->direct);
+}
+
 void dto_fail(struct dto_ep *d, const char *why)
 {
         if (d->state != DTO_RUNNING)
                 return;
+        end_direct_writes(d);
         dat_trace("EP %p, connection %u: data path failed: %s", d->ep->obj.handle, d->conn_id,
                   why);
         /* The batch cannot be returned from here: completions go into a
@@ -346,8 +357,8 @@ static void teardown_channel(struct dto_ep *d)
         ch = d->state == DTO_RUNNING ? NULL : d->ch;
         if (ch) {
                 d->ch = NULL;
-                /* The connection is over: the peer writes no more into
-                 * what we exported, before anyone hears of its end. */
+                /* Done where the state left RUNNING already (dto_fail,
+                 * dto_ep_stop); again, in case. */
                 shm_direct_end(ch->direct);
                 /* A socket closed with the peer's bytes unread is reset,
                  * and the reset can destroy what the peer has not read of
@@ -571,6 +582,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->cma_to_peer = d->cma_from_peer = false;
                 d->direct_offer = d->ch->direct != NULL;
                 d->direct_last_ctx = 0;
+                d->direct_offered = false;
                 dto_probe_reset(d);
         }
         dat_unlock(&d->lock);
@@ -581,6 +593,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
 
                 DTO_BATCH_EMPTY(b);
                 dat_lock(&d->lock);
+                end_direct_writes(d);
                 flush_all(d, &b);
                 d->state = DTO_DEAD;
                 dat_unlock(&d->lock);
@@ -612,6 +625,7 @@ bool dto_ep_stop(struct ep *ep)
                 dto_tx_ack(d, true);
                 dto_tx_flush(d);
                 dto_tx_bye(d);
+                end_direct_writes(d);
                 flush_all(d, &b);
                 d->state = DTO_DEAD;
         }
@@ -674,8 +688,10 @@ void dto_ep_quiesce(struct ep *ep)
         dat_lock(&d->lock);
         /* dat_ep_free(3DAT): its DTOs are destroyed, not completed: from
          * now on nothing of this data path reaches an EVD. */
-        if (d->state == DTO_RUNNING)
+        if (d->state == DTO_RUNNING) {
+                end_direct_writes(d);
                 d->state = DTO_DEAD;
+        }
         d->fail_pending = d->graceful_done = false;
         dat_unlock(&d->lock);
 }

@@ -237,7 +237,7 @@ static bool write_direct(struct dto_ep *d, const struct post_args *a, uint64_t l
         /* An empty queue has room for it (enqueue_request must not refuse
          * a Write already made). */
         if (a->kind != DTO_REQ_WRITE || a->ext || !d->ch->direct || d->head != d->tail ||
-            (uint32_t)a->n > d->req_iov_max)
+            (uint32_t)a->n > d->req_iov_max || length > SHM_DIRECT_WRITE_MAX)
                 return false;
         for (DAT_COUNT i = 0; i < a->n; i++)
                 if (a->iov[i].segment_length > 0)

@@ -333,38 +333,55 @@ static void on_atomic_operands(struct dto_ep *d)
 /* A Write whose sender takes an EXPORT (DTO_F_MAP_OK), into memory this
  * process may share with it (libdat's shared memory of an LMR, reached
  * with remote write through the EP's PZ): exports the whole window of its
- * context, once per context while it is the last one looked at. */
+ * context.  Only at the second Write in a row to one context, and once
+ * while it stays the one written to: an export costs a descriptor here
+ * and four system calls in the peer, which a context written once (an
+ * RMR bound for each transfer) would never pay back. */
 static void offer_window(struct dto_ep *d)
 {
         uint32_t ctx = d->rx.rmr_context;
         struct rmr_window w, again;
         struct shm_direct_export e;
-        struct mem_shm *shm;
         uintptr_t base;
+        bool same;
 
-        if (!d->ch->direct || ctx == d->direct_last_ctx)
+        if (!d->ch->direct)
                 return;
-        d->direct_last_ctx = ctx;
-        if (!rmr_context_window(d->ia, ctx, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &w) || !w.lmr->shm ||
-            !w.pz || !ep_pz_is(d->ep, &w.pz->obj))
+        if (ctx != d->direct_last_ctx) {
+                d->direct_last_ctx = ctx;
+                d->direct_offered = false;
                 return;
-        shm = w.lmr->shm;
-        base = (uintptr_t)shm->addr;
-        if (w.length == 0 || w.start < base || w.length > shm->length ||
-            w.start - base > shm->length - w.length)
+        }
+        if (d->direct_offered)
                 return;
-        if (shm_direct_export(d->ch->direct,
+        d->direct_offered = true;
+        if (!rmr_context_window(d->ia, ctx, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &w))
+                return;
+        /* w.shm is ours until the end (its descriptor stays open). */
+        base = w.shm ? (uintptr_t)w.shm->addr : 0;
+        if (!w.shm || !w.pz || !ep_pz_is(d->ep, &w.pz->obj) || w.length == 0 || w.start < base ||
+            w.length > w.shm->length || w.start - base > w.shm->length - w.length ||
+            shm_direct_export(d->ch->direct,
                               &(struct shm_direct_window){ .ctx = ctx, .va = w.start,
-                                                           .len = w.length, .fd = shm->fd,
+                                                           .len = w.length, .fd = w.shm->fd,
                                                            .file_off = w.start - base },
-                              &e) != 1)
+                              &e) != 1) {
+                mem_shm_unref(w.shm);
                 return;
-        /* A revocation before the export was registered did not see it. */
-        if (!rmr_context_window(d->ia, ctx, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &again) ||
-            again.lmr != w.lmr || again.start != w.start || again.length != w.length) {
+        }
+        /* A revocation that ran before the export was noted did not see
+         * it (mem_ctx_note_export): is the window still what ctx reaches? */
+        mem_ctx_note_export(ctx);
+        same = rmr_context_window(d->ia, ctx, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &again) &&
+               again.lmr == w.lmr && again.start == w.start && again.length == w.length;
+        mem_shm_unref(again.shm);
+        mem_shm_unref(w.shm);
+        if (!same) {
                 shm_direct_revoke_context(ctx);
                 return;
         }
+        /* Not sent (no memory for the response): the peer's Writes keep
+         * going through the channel. */
         (void)dto_tx_respond(d,
                              &(struct dto_frame){ .op = DTO_OP_EXPORT, .seq = e.slot,
                                                   .addr = e.state, .rmr_context = ctx,
@@ -591,6 +608,8 @@ static bool frame_sane(const struct dto_ep *d, const struct dto_frame *f)
 
 static enum action on_header(struct dto_ep *d, struct dto_batch *b)
 {
+        int r;
+
         if (d->rx.op != DTO_OP_HELLO && d->rx.op != DTO_OP_CMA_OK && d->rx.op != DTO_OP_BYE &&
             d->rx.op != DTO_OP_EXPORT)
                 d->work_frames++;
@@ -622,10 +641,14 @@ static enum action on_header(struct dto_ep *d, struct dto_batch *b)
                 d->rx_state = DTO_RX_HEADER;
                 if (!d->direct_offer)
                         return protocol_error(d, "an EXPORT we did not ask for");
-                (void)shm_direct_import(d->ch->direct, d->rx.rmr_context,
-                                        &(struct shm_direct_export){ .slot = d->rx.seq,
-                                                                     .state = d->rx.addr,
-                                                                     .table_fd = (int)d->rx.status });
+                r = shm_direct_import(d->ch->direct, d->rx.rmr_context,
+                                      &(struct shm_direct_export){ .slot = d->rx.seq,
+                                                                   .state = d->rx.addr,
+                                                                   .table_fd = (int)d->rx.status });
+                /* Not allowed to take the peer's descriptors (another
+                 * user, a sandbox, no pidfd_getfd): ask no more. */
+                if (r == -EPERM || r == -EACCES || r == -ENOSYS)
+                        d->direct_offer = false;
                 return ACT_NEXT;
         case DTO_OP_BYE:
                 /* The peer disconnects: nothing follows; datd's event

@@ -27,6 +27,7 @@ struct ctx_slot {
         struct dat_object *owner;       /* atomic */
         uint32_t last_key[2];           /* keys last published here, never drawn again next */
         uint32_t next_free;             /* index + 1 of the next free slot; under table_lock */
+        bool exported;                  /* atomic: its remote context was exported (shm_direct.h) */
 };
 
 static struct ctx_slot *chunks[MAX_CHUNKS];     /* atomic pointers, written under table_lock */
@@ -146,11 +147,13 @@ uint32_t mem_ctx_draw(uint32_t slot, enum mem_ctx_role role)
         return key << MEM_CTX_INDEX_BITS | slot;
 }
 
-/* A remote context that stopped resolving may still reach the memory of
- * this host's peers that mapped it (shm_direct.h): they stop too. */
-static void remote_ctx_withdrawn(uint32_t old, uint32_t now)
+/* A remote context that stopped resolving (its new value stored, with a
+ * full barrier) may still reach memory a peer of this host mapped
+ * (shm_direct.h): the peer stops too.  Only a context the slot exported
+ * costs a look at the exports. */
+static void remote_ctx_withdrawn(struct ctx_slot *s, uint32_t old, uint32_t now)
 {
-        if (old != 0 && old != now)
+        if (old != 0 && old != now && __atomic_exchange_n(&s->exported, false, __ATOMIC_SEQ_CST))
                 shm_direct_revoke_context(old);
 }
 
@@ -161,9 +164,20 @@ void mem_ctx_set(uint32_t slot, enum mem_ctx_role role, uint32_t ctx)
 
         if (!s)
                 return;
-        old = __atomic_exchange_n(&s->ctx[role], ctx, __ATOMIC_ACQ_REL);
+        old = __atomic_exchange_n(&s->ctx[role], ctx, __ATOMIC_SEQ_CST);
         if (role == MEM_CTX_REMOTE)
-                remote_ctx_withdrawn(old, ctx);
+                remote_ctx_withdrawn(s, old, ctx);
+}
+
+void mem_ctx_note_export(uint32_t ctx)
+{
+        struct ctx_slot *s = slot_at(ctx & INDEX_MASK);
+
+        if (!s)
+                return;
+        __atomic_store_n(&s->exported, true, __ATOMIC_SEQ_CST);
+        /* Before the exporter looks at the context again. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 uint32_t mem_ctx_publish(uint32_t slot, enum mem_ctx_role role)
@@ -188,7 +202,7 @@ void mem_ctx_release(uint32_t slot)
                 return;
         pthread_mutex_lock(&table_lock);
         __atomic_store_n(&s->ctx[MEM_CTX_LOCAL], 0, __ATOMIC_RELEASE);
-        remote = __atomic_exchange_n(&s->ctx[MEM_CTX_REMOTE], 0, __ATOMIC_ACQ_REL);
+        remote = __atomic_exchange_n(&s->ctx[MEM_CTX_REMOTE], 0, __ATOMIC_SEQ_CST);
         __atomic_store_n(&s->owner, NULL, __ATOMIC_RELEASE);
         /* After the contexts stop resolving: a count read later finds them
          * gone (mem_ctx_release_count). */
@@ -196,7 +210,7 @@ void mem_ctx_release(uint32_t slot)
         slot_give_back(slot);
         pthread_mutex_unlock(&table_lock);
         /* Outside the table's lock: it may wait for a peer's copy. */
-        remote_ctx_withdrawn(remote, 0);
+        remote_ctx_withdrawn(s, remote, 0);
 }
 
 struct dat_object *mem_ctx_find(uint32_t ctx, enum mem_ctx_role role)

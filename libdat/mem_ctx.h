@@ -53,6 +53,14 @@ void mem_ctx_set(uint32_t slot, enum mem_ctx_role role, uint32_t ctx);
 /* Both at once: a new context, resolving from now on; returns it. */
 uint32_t mem_ctx_publish(uint32_t slot, enum mem_ctx_role role);
 
+/* ctx (a remote context) was exported to a peer that may map what it
+ * reaches (shm_direct.h): when it stops resolving (mem_ctx_set,
+ * mem_ctx_revoke, mem_ctx_release), the exports are revoked before the
+ * call returns.  The exporter calls it after registering the export, and
+ * then checks that ctx still resolves (if not, it revokes itself: the
+ * withdrawal may have come first). */
+void mem_ctx_note_export(uint32_t ctx);
+
 /* Withdraws the slot's context of that role (0 from then on). */
 void mem_ctx_revoke(uint32_t slot, enum mem_ctx_role role);
 

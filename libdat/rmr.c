@@ -39,6 +39,7 @@
 #include "libdat/ep.h"
 #include "libdat/ia.h"
 #include "libdat/lmr.h"
+#include "libdat/mem_shm.h"
 #include "libdat/mem_ctx.h"
 #include "libdat/mem_object.h"
 #include "libdat/pz.h"
@@ -398,20 +399,33 @@ bool rmr_context_window(struct ia *ia, DAT_RMR_CONTEXT rmr_context, DAT_MEM_PRIV
                         struct rmr_window *w)
 {
         struct rmr_binding b;
-        struct dat_object *o = context_owner(ia, rmr_context, &b);
+        struct dat_object *o;
+        struct lmr *lmr = NULL;
+        bool ok = false;
 
-        if (!o)
-                return false;
-        if (o->ops->type == DAT_HANDLE_TYPE_LMR) {
-                w->lmr = dat_container_of(o, struct lmr, obj);
-                w->pz = w->lmr->pz;
-                w->start = w->lmr->registered_address;
-                w->length = w->lmr->registered_length;
-                return (privileges & w->lmr->privileges) == privileges;
+        *w = (struct rmr_window){ 0 };
+        /* lmr_free unlinks the LMR under this lock before it frees it (and
+         * its shared memory): it waits for us. */
+        dat_object_lock();
+        o = context_owner(ia, rmr_context, &b);
+        if (o && o->ops->type == DAT_HANDLE_TYPE_LMR) {
+                lmr = dat_container_of(o, struct lmr, obj);
+                w->pz = lmr->pz;
+                w->start = lmr->registered_address;
+                w->length = lmr->registered_length;
+                ok = (privileges & lmr->privileges) == privileges;
+        } else if (o) {
+                lmr = lmr_lookup(b.lmr);
+                w->pz = dat_container_of(o, struct rmr, obj)->pz;
+                w->start = b.triplet.virtual_address;
+                w->length = b.triplet.segment_length;
+                ok = (privileges & b.mem_priv) == privileges;
         }
-        w->lmr = lmr_lookup(b.lmr);
-        w->pz = dat_container_of(o, struct rmr, obj)->pz;
-        w->start = b.triplet.virtual_address;
-        w->length = b.triplet.segment_length;
-        return w->lmr && (privileges & b.mem_priv) == privileges;
+        ok = ok && lmr && !lmr->obj.closing;
+        if (ok) {
+                w->lmr = lmr;
+                w->shm = lmr->shm ? mem_shm_ref(lmr->shm) : NULL;
+        }
+        dat_object_unlock();
+        return ok;
 }

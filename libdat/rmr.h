@@ -11,6 +11,8 @@
 
 #include "libdat/handle.h"
 
+struct mem_shm;
+
 struct ia;
 struct lmr;
 struct pz;
@@ -74,13 +76,17 @@ DAT_RETURN rmr_context_find(struct ia *ia, DAT_RMR_CONTEXT rmr_context, DAT_VADD
 
 /* The whole of what rmr_context reaches on ia (an LMR's registered range
  * or an RMR's window), for the shm transport's direct Writes
- * (shm_direct.h): true with *w when the context resolves and grants
- * every privilege asked. */
+ * (shm_direct.h): true with *w when the context resolves to a live LMR
+ * and grants every privilege asked.  Found under dat_object_lock, so that
+ * the LMR cannot be freed meanwhile: w->lmr and w->pz only name what was
+ * found (to compare), and w->shm, the LMR's shared memory if it has any,
+ * holds a reference the caller drops (mem_shm_unref). */
 struct rmr_window {
-        struct lmr *lmr;
-        struct pz *pz;
+        const struct lmr *lmr;
+        const struct pz *pz;
         DAT_VADDR start;
         DAT_VLEN length;
+        struct mem_shm *shm;
 };
 bool rmr_context_window(struct ia *ia, DAT_RMR_CONTEXT rmr_context, DAT_MEM_PRIV_FLAGS privileges,
                         struct rmr_window *w);

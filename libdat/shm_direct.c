@@ -62,6 +62,7 @@ struct shm_direct {
         int table_fd;                   /* -1 until the first export */
         struct shm_direct_table *table;
         uint32_t exported_ctx[SHM_DIRECT_SLOTS]; /* 0: the slot is free */
+        int exported_fd[SHM_DIRECT_SLOTS];      /* the object, opened for the peer */
         unsigned n_exported;
         struct shm_direct *reg_prev, *reg_next; /* in the registry while n_exported > 0 */
 
@@ -72,10 +73,10 @@ struct shm_direct {
         unsigned last_imp;              /* where the last Write found its window */
 };
 
-/* Every end with windows exported, for revocations by context. */
+/* Every end with windows exported, for revocations by context (only of
+ * contexts that were exported: mem_ctx_note_export). */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shm_direct *registry;
-static unsigned long live_exports;      /* atomic: windows exported in the process */
 
 static bool direct_allowed(void)
 {
@@ -96,14 +97,18 @@ struct shm_direct *shm_direct_new(pid_t peer_pid, int peer_pidfd)
         x->peer_pid = peer_pid;
         x->peer_pidfd = peer_pidfd;
         x->table_fd = -1;
+        for (unsigned i = 0; i < SHM_DIRECT_SLOTS; i++)
+                x->exported_fd[i] = -1;
         return x;
 }
 
+/* The peer process exited (its pidfd polls readable).  An error of
+ * poll's (EINTR, ENOMEM) says nothing: not gone. */
 static bool peer_gone(const struct shm_direct *x)
 {
         struct pollfd p = { .fd = x->peer_pidfd, .events = POLLIN };
 
-        return poll(&p, 1, 0) != 0;
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL));
 }
 
 /* Under registry_lock: slot i stops being exported; returns once the
@@ -128,9 +133,9 @@ static void revoke_slot(struct shm_direct *x, uint32_t i)
                 nanosleep(&pause, NULL);
         }
         x->exported_ctx[i] = 0;
-        x->n_exported--;
-        __atomic_sub_fetch(&live_exports, 1, __ATOMIC_SEQ_CST);
-        if (x->n_exported == 0) {
+        close(x->exported_fd[i]);
+        x->exported_fd[i] = -1;
+        if (--x->n_exported == 0) {
                 if (x->reg_prev)
                         x->reg_prev->reg_next = x->reg_next;
                 else
@@ -192,12 +197,27 @@ static int table_ready(struct shm_direct *x)
         return 0;
 }
 
+/* Our own open file description of the object fd is: what the peer takes
+ * (pidfd_getfd shares it) and maps, which its mapping keeps alive.  Not
+ * fd's own: a mem_shm descriptor holds the shared flock that tells who
+ * still maps the object (mem_shm.h), and the peer's mapping must not hold
+ * it after we let it go. */
+static int open_for_peer(int fd)
+{
+        char path[64];
+        int again;
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        again = open(path, O_RDWR | O_CLOEXEC);
+        return again < 0 ? -errno : again;
+}
+
 int shm_direct_export(struct shm_direct *x, const struct shm_direct_window *w,
                       struct shm_direct_export *out)
 {
         struct shm_direct_slot *s;
         uint32_t i, free_slot = SHM_DIRECT_SLOTS;
-        int r;
+        int r, fd;
 
         pthread_mutex_lock(&registry_lock);
         r = table_ready(x);
@@ -211,25 +231,27 @@ int shm_direct_export(struct shm_direct *x, const struct shm_direct_window *w,
         }
         if (free_slot == SHM_DIRECT_SLOTS)
                 goto out;
+        fd = open_for_peer(w->fd);
+        if (fd < 0) {
+                r = fd;
+                goto out;
+        }
         s = &x->table->slot[free_slot];
         s->va = w->va;
         s->len = w->len;
         s->file_off = w->file_off;
-        s->obj_fd = w->fd;
+        s->obj_fd = fd;
         s->ctx = w->ctx;
         /* The fields before the state that makes them valid. */
         __atomic_store_n(&s->state, s->state + 1, __ATOMIC_RELEASE);
         x->exported_ctx[free_slot] = w->ctx;
+        x->exported_fd[free_slot] = fd;
         if (x->n_exported++ == 0) {
                 x->reg_next = registry;
                 if (registry)
                         registry->reg_prev = x;
                 registry = x;
         }
-        /* Counted before the caller looks at the context again: a
-         * revocation that does not see the count made the context stop
-         * resolving before that look (shm_direct_revoke_context). */
-        __atomic_add_fetch(&live_exports, 1, __ATOMIC_SEQ_CST);
         *out = (struct shm_direct_export){ .slot = free_slot, .state = s->state,
                                            .table_fd = x->table_fd };
         r = 1;
@@ -240,9 +262,7 @@ out:
 
 void shm_direct_revoke_context(uint32_t ctx)
 {
-        /* The caller made ctx stop resolving; that store before this load. */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (ctx == 0 || __atomic_load_n(&live_exports, __ATOMIC_SEQ_CST) == 0)
+        if (ctx == 0)
                 return;
         pthread_mutex_lock(&registry_lock);
         for (struct shm_direct *x = registry, *next; x; x = next) {
@@ -257,25 +277,12 @@ void shm_direct_revoke_context(uint32_t ctx)
 
 /* ---- importing ------------------------------------------------------------- */
 
-/* The peer's descriptor fd as one of ours, open anew (its own open file
- * description: the peer's holds a flock that says who still maps the
- * object, mem_shm.h, and our mapping must not hold it), or -errno. */
-static int take_peer_fd(const struct shm_direct *x, int fd, bool reopen)
+/* The peer's descriptor fd as one of ours, or -errno. */
+static int take_peer_fd(const struct shm_direct *x, int fd)
 {
-        char path[64];
-        int ours, again;
+        int ours = pidfd_getfd(x->peer_pidfd, fd, 0);
 
-        ours = pidfd_getfd(x->peer_pidfd, fd, 0);
-        if (ours < 0)
-                return -errno;
-        if (!reopen)
-                return ours;
-        snprintf(path, sizeof(path), "/proc/self/fd/%d", ours);
-        again = open(path, O_RDWR | O_CLOEXEC);
-        if (again < 0)
-                again = -errno;
-        close(ours);
-        return again;
+        return ours < 0 ? -errno : ours;
 }
 
 static int peer_table_ready(struct shm_direct *x, int table_fd)
@@ -287,7 +294,7 @@ static int peer_table_ready(struct shm_direct *x, int table_fd)
 
         if (x->peer_table)
                 return 0;
-        fd = take_peer_fd(x, table_fd, false);
+        fd = take_peer_fd(x, table_fd);
         if (fd < 0)
                 return fd;
         r = shm_region_map(fd, sizeof(*x->peer_table), &mem, &size);
@@ -322,7 +329,7 @@ static int map_window(struct shm_direct *x, int obj_fd, uint64_t off, uint64_t l
 
         if (len == 0 || off + len < off || off + len - start > SIZE_MAX - page)
                 return -EPROTO;
-        fd = take_peer_fd(x, obj_fd, true);
+        fd = take_peer_fd(x, obj_fd);
         if (fd < 0)
                 return fd;
         if (fstat(fd, &st) < 0)
@@ -416,7 +423,9 @@ bool shm_direct_write(struct shm_direct *x, uint32_t ctx, uint64_t va, const str
          * the store and the full fence in one locked instruction, cheaper
          * than a store and an mfence. */
         (void)__atomic_exchange_n(&s->busy, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != imp->state) {
+        /* seq_cst: after the exchange's store on every architecture (a
+         * relaxed load may pass it on arm64). */
+        if (__atomic_load_n(&s->state, __ATOMIC_SEQ_CST) != imp->state) {
                 __atomic_store_n(&s->busy, 0, __ATOMIC_RELEASE);
                 forget_import(x, (unsigned)(imp - x->imp));
                 return false;

@@ -23,9 +23,11 @@
  * Importing (the initiator): on an EXPORT it takes the table's and the
  * object's descriptors from the peer (pidfd_getfd(2): the same permission
  * as process_vm_readv, which the same host's cross-memory attach needs
- * already), maps the table once and the window, and keeps the window
- * under its rmr_context.  A Write then:
- *     busy = 1; full fence; state still the one exported? copy; busy = 0.
+ * already; the exporter opened the object anew for it, an open file
+ * description without mem_shm's flock), maps the table once and the
+ * window, and keeps the window under its rmr_context.  A Write then:
+ *     busy = 1 (exchange); state (seq_cst load) still the one exported?
+ *     copy; busy = 0 (release).
  * A revocation (the context stops resolving: RMR unbind or rebind, LMR
  * free; or the connection ends):
  *     state++ (not exported); full fence; wait until busy == 0.
@@ -51,6 +53,13 @@
 
 /* Windows one end may export on one channel at a time (and import). */
 #define SHM_DIRECT_SLOTS 32
+
+/* The longest Write copied straight in; longer ones go through the
+ * channel (by cross-memory attach from 16 KiB).  The copy runs in the
+ * posting call, under the EP's lock, and a revocation waits for it: 64 KiB
+ * is a few microseconds of either, where a Write of max_rdma_size (1 GiB)
+ * would hold both for a tenth of a second. */
+#define SHM_DIRECT_WRITE_MAX (64u << 10)
 
 struct shm_direct;
 

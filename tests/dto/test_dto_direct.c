@@ -7,10 +7,15 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/dto/dto_fixture.h"
+
+#include <dat2/dat_ib_extensions.h>
 
 DTO_TEST_SUITE(direct);
 
@@ -28,8 +33,9 @@ static struct dto_mem target_setup(struct dto_side *s, DAT_VLEN len)
         return m;
 }
 
-/* The initiator: the target's shared memory and pid; one Write through
- * the channel first, which brings the target's export. */
+/* The initiator: the target's shared memory and pid; two Writes through
+ * the channel first, the second of which brings the target's export (an
+ * export waits for a second Write in a row to a context). */
 static struct dto_remote initiator_setup(struct dto_side *s, pid_t *target)
 {
         struct dto_mem none = { 0 };
@@ -40,6 +46,7 @@ static struct dto_remote initiator_setup(struct dto_side *s, pid_t *target)
         *target = (pid_t)dto_get_u64(s);
         dto_fill(s->mem.buf, SLOT_LEN, 1);
         dto_rdma_write_wait(s, s->ep[0], &iov, 1, 1, &remote);
+        dto_rdma_write_wait(s, s->ep[0], &iov, 1, 2, &remote);
         return r;
 }
 
@@ -93,6 +100,35 @@ static void writes_to_frozen(struct dto_side *s, void *arg)
         dto_barrier(s);
 }
 
+/* Whether one process may take another's descriptors (pidfd_getfd(2)),
+ * between two siblings as the roles are: ptrace's permission, which a
+ * Yama ptrace_scope of 1 or a container's seccomp filter withholds.
+ * Without it libdat makes no direct Write (the Writes go through the
+ * channel), and there is nothing to test. */
+static bool siblings_may_take_descriptors(void)
+{
+        pid_t holder, taker;
+        int status = -1;
+
+        holder = fork();
+        if (holder == 0) {
+                pause();
+                _exit(0);
+        }
+        cr_assert_gt(holder, 0);
+        taker = fork();
+        if (taker == 0) {
+                int pidfd = (int)syscall(SYS_pidfd_open, holder, 0);
+
+                _exit(pidfd >= 0 && syscall(SYS_pidfd_getfd, pidfd, 2, 0) >= 0 ? 0 : 1);
+        }
+        if (taker > 0)
+                waitpid(taker, &status, 0);
+        kill(holder, SIGKILL);
+        waitpid(holder, NULL, 0);
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* dto.h: "RDMA lands without the target application's help"; into shared
  * memory on shm without the target process at all: its progress thread
  * frozen and its application in no DAT call, the Writes after the first
@@ -101,6 +137,8 @@ Test(DTO_SUITE(direct), writes_into_shared_memory_land_while_the_target_process_
 {
         bool direct = true;
 
+        if (!siblings_may_take_descriptors())
+                cr_skip_test("a process may not take its sibling's descriptors here (pidfd_getfd)");
         dto_run(NULL, frozen_target, writes_to_frozen, &direct);
 }
 
@@ -126,11 +164,12 @@ static void order_target(struct dto_side *s, void *arg)
         DAT_LMR_TRIPLET rx = dto_iov(&s->mem, 0, 64);
 
         (void)arg;
+        /* For the immediate data. */
         DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &rx, dto_cookie(7), DAT_COMPLETION_DEFAULT_FLAG),
                       DAT_SUCCESS);
         dto_put_u64(s, 1);
         DTO_ASSERT_EQ(dto_get_u64(s), 2); /* thawed */
-        dto_expect_dto(s->recv_evd, s->ep[0], 7, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        DTO_ASSERT_EQ(dto_wait_event(s->recv_evd).event_number, DAT_IB_DTO_EVENT);
         dto_barrier(s); /* every request of the initiator completed */
         dto_verify(m.buf + SPOT, SLOT_LEN, 32);
         dto_barrier(s);
@@ -142,30 +181,30 @@ static void order_initiator(struct dto_side *s, void *arg)
         pid_t target;
         struct dto_remote r;
         struct dto_frozen frozen;
-        DAT_LMR_TRIPLET msg = dto_iov(&s->mem, 0, 64);
+        DAT_RMR_TRIPLET remote;
+        DAT_LMR_TRIPLET first, second;
 
         (void)arg;
         r = initiator_setup(s, &target);
+        remote = dto_riov(&r, SPOT, SLOT_LEN);
+        first = dto_iov(&s->mem, SLOT_LEN, SLOT_LEN);
+        second = dto_iov(&s->mem, 2 * SLOT_LEN, SLOT_LEN);
+        dto_fill(s->mem.buf + SLOT_LEN, SLOT_LEN, 31);
+        dto_fill(s->mem.buf + 2 * SLOT_LEN, SLOT_LEN, 32);
         DTO_ASSERT_EQ(dto_get_u64(s), 1); /* its receive is posted */
         dto_freeze_helpers(target, &frozen);
-        /* A Send the frozen target cannot take: outstanding. */
-        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &msg, dto_cookie(30), DAT_COMPLETION_DEFAULT_FLAG),
+        /* With immediate data a Write always goes through the channel:
+         * it waits there, the target frozen.  The plain Write to the same
+         * spot behind it must not land first. */
+        DTO_ASSERT_EQ(dat_ib_post_rdma_write_immed(s->ep[0], 1, &first, dto_cookie(31), &remote, 5,
+                                                   DAT_COMPLETION_DEFAULT_FLAG),
                       DAT_SUCCESS);
-        /* Two Writes to one spot behind it: the second must not land
-         * before the first, which waits in the channel. */
-        for (unsigned k = 1; k <= 2; k++) {
-                DAT_LMR_TRIPLET iov = dto_iov(&s->mem, k * SLOT_LEN, SLOT_LEN);
-                DAT_RMR_TRIPLET remote = dto_riov(&r, SPOT, SLOT_LEN);
-
-                dto_fill(s->mem.buf + k * SLOT_LEN, SLOT_LEN, 30 + k);
-                DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(30 + k),
-                                                     &remote, DAT_COMPLETION_DEFAULT_FLAG),
-                              DAT_SUCCESS);
-        }
+        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &second, dto_cookie(32), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
         dto_thaw(&frozen);
         dto_put_u64(s, 2);
-        dto_expect_dto(s->request_evd, s->ep[0], 30, DAT_DTO_SUCCESS, 64, DAT_DTO_SEND);
-        dto_expect_dto(s->request_evd, s->ep[0], 31, DAT_DTO_SUCCESS, SLOT_LEN, DAT_DTO_RDMA_WRITE);
+        DTO_ASSERT_EQ(dto_wait_event(s->request_evd).event_number, DAT_IB_DTO_EVENT);
         dto_expect_dto(s->request_evd, s->ep[0], 32, DAT_DTO_SUCCESS, SLOT_LEN, DAT_DTO_RDMA_WRITE);
         dto_barrier(s);
         dto_barrier(s);
@@ -197,6 +236,19 @@ static void write_second_slot(struct dto_side *s, uint64_t seed, DAT_LMR_TRIPLET
         dto_put_u64(s, 1);
 }
 
+/* A Write the target must refuse: DAT_DTO_ERR_REMOTE_ACCESS, and the
+ * connection breaks (dto.h: error completions). */
+static void write_refused(struct dto_side *s, DAT_LMR_TRIPLET *iov, const DAT_RMR_TRIPLET *remote,
+                          uint64_t cookie)
+{
+        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, iov, dto_cookie(cookie), remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_expect_dto(s->request_evd, s->ep[0], cookie, DAT_DTO_ERR_REMOTE_ACCESS, DTO_ANY_LENGTH,
+                       DAT_DTO_RDMA_WRITE);
+        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_BROKEN);
+}
+
 static void freeing_target(struct dto_side *s, void *arg)
 {
         struct dto_mem m = target_setup(s, 2 * SLOT_LEN);
@@ -210,20 +262,18 @@ static void freeing_target(struct dto_side *s, void *arg)
         dto_barrier(s);
 }
 
-static void writes_after_free(struct dto_side *s, void *arg)
+/* The initiator of a revocation test: a Write straight in (pattern
+ * *arg), then, once the target says the window is gone, one it refuses. */
+static void writes_after_revocation(struct dto_side *s, void *arg)
 {
+        const uint64_t *seed = arg;
         DAT_LMR_TRIPLET iov;
         DAT_RMR_TRIPLET remote;
 
-        (void)arg;
-        write_second_slot(s, 41, &iov, &remote);
-        DTO_ASSERT_EQ(dto_get_u64(s), 2); /* its LMR is freed */
-        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(42), &remote,
-                                             DAT_COMPLETION_DEFAULT_FLAG),
-                      DAT_SUCCESS);
-        dto_expect_dto(s->request_evd, s->ep[0], 42, DAT_DTO_ERR_REMOTE_ACCESS, DTO_ANY_LENGTH,
-                       DAT_DTO_RDMA_WRITE);
-        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_BROKEN);
+        write_second_slot(s, *seed, &iov, &remote);
+        DTO_ASSERT_EQ(dto_get_u64(s), 2); /* the window is gone */
+        dto_fill(s->mem.buf + SLOT_LEN, SLOT_LEN, *seed + 1);
+        write_refused(s, &iov, &remote, *seed + 1);
         dto_barrier(s);
 }
 
@@ -233,7 +283,61 @@ static void writes_after_free(struct dto_side *s, void *arg)
  * and the connection breaks, as dto.h says of error completions). */
 Test(DTO_SUITE(direct), a_write_after_the_target_freed_its_lmr_is_refused)
 {
-        dto_run(NULL, freeing_target, writes_after_free, NULL);
+        uint64_t seed = 41;
+
+        dto_run(NULL, freeing_target, writes_after_revocation, &seed);
+}
+
+/* dat_rmr_bind of [0, len) of m with remote write on ep[0] (len 0:
+ * unbinds), waited for; the new context. */
+static DAT_RMR_CONTEXT bind_of(struct dto_side *s, DAT_RMR_HANDLE rmr, const struct dto_mem *m,
+                               DAT_VLEN len)
+{
+        DAT_LMR_TRIPLET window = dto_iov(m, 0, len);
+        DAT_RMR_COOKIE c = { .as_64 = len };
+        DAT_RMR_CONTEXT ctx = 0;
+        DAT_EVENT ev;
+
+        DTO_ASSERT_EQ(dat_rmr_bind(rmr, m->lmr, &window, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_VA_TYPE_VA,
+                                   s->ep[0], c, DAT_COMPLETION_DEFAULT_FLAG, &ctx),
+                      DAT_SUCCESS);
+        ev = dto_wait_event(s->request_evd);
+        DTO_ASSERT_EQ(ev.event_number, DAT_RMR_BIND_COMPLETION_EVENT);
+        DTO_ASSERT_EQ(ev.event_data.rmr_completion_event_data.status, DAT_RMR_BIND_SUCCESS);
+        return ctx;
+}
+
+static void unbinding_target(struct dto_side *s, void *arg)
+{
+        struct dto_mem m = dto_shared_mem_new(s, DAT_HANDLE_NULL, 2 * SLOT_LEN, DAT_MEM_PRIV_ALL_FLAG);
+        DAT_RMR_HANDLE rmr = DAT_HANDLE_NULL;
+
+        (void)arg;
+        memset(m.buf, 0, 2 * SLOT_LEN);
+        DTO_ASSERT_EQ(dat_rmr_create(s->pz, &rmr), DAT_SUCCESS);
+        m.rmr_context = bind_of(s, rmr, &m, 2 * SLOT_LEN);
+        (void)dto_exchange(s, &m);
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dto_get_u64(s), 1); /* it wrote three times, the third straight in */
+        dto_verify(m.buf + SLOT_LEN, SLOT_LEN, 61);
+        (void)bind_of(s, rmr, &m, 0);
+        dto_put_u64(s, 2);
+        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_BROKEN);
+        dto_verify(m.buf + SLOT_LEN, SLOT_LEN, 61);
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_rmr_free(rmr), DAT_SUCCESS);
+        dto_mem_free(&m);
+}
+
+/* dat_rmr_bind(3DAT): "Any RDMA DTO that uses the previous value of
+ * rmr_context after the dat_rmr_bind() is completed fail": unbound, a
+ * window the peer had mapped takes no more of its Writes (refused, and
+ * nothing lands). */
+Test(DTO_SUITE(direct), a_write_after_the_target_unbound_its_rmr_is_refused)
+{
+        uint64_t seed = 61;
+
+        dto_run(NULL, unbinding_target, writes_after_revocation, &seed);
 }
 
 static void survivor_target(struct dto_side *s, void *arg)
@@ -259,7 +363,8 @@ static void writes_then_dies(struct dto_side *s, void *arg)
 }
 
 /* A peer that mapped our memory and died: the connection breaks, and the
- * memory frees as ever. */
+ * memory frees as ever.  (An importer that dies in the middle of a copy:
+ * tests/libdat/test_shm_direct.) */
 Test(DTO_SUITE(direct), memory_a_dead_peer_wrote_into_frees)
 {
         dto_run(NULL, survivor_target, writes_then_dies, NULL);

@@ -7,12 +7,15 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,4 +180,95 @@ Test(shm_direct, a_revocation_returns_only_after_the_copy_in_progress)
         free(w.src[0]);
         free(w.src[1]);
         pair_close(&p);
+}
+
+/* ---- an importer that dies copying ------------------------------------------ */
+
+#define CHILD_MAY_NOT_TAKE 77
+
+/* The child: imports what the parent exported (e, from the pipe) and
+ * writes whole windows until it is killed. */
+_Noreturn static void import_and_write(int rd, unsigned long *writes)
+{
+        int pidfd = (int)syscall(SYS_pidfd_open, getppid(), 0);
+        struct shm_direct *x = pidfd >= 0 ? shm_direct_new(getppid(), pidfd) : NULL;
+        struct shm_direct_export e;
+        struct shm_direct_window w;
+        unsigned char *src = malloc(WINDOW);
+        int r;
+
+        if (!x || !src || read(rd, &e, sizeof(e)) != sizeof(e) || read(rd, &w, sizeof(w)) != sizeof(w))
+                _exit(1);
+        r = shm_direct_import(x, w.ctx, &e);
+        if (r == -EPERM || r == -EACCES || r == -ENOSYS)
+                _exit(CHILD_MAY_NOT_TAKE);
+        if (r < 0)
+                _exit(2);
+        for (unsigned long n = 0;; n++) {
+                struct iovec iov = { src, WINDOW };
+
+                memset(src, (int)(n & 0xff), 64);
+                if (!shm_direct_write(x, w.ctx, w.va, &iov, 1, WINDOW))
+                        _exit(3);
+                __atomic_store_n(writes, n + 1, __ATOMIC_RELAXED);
+        }
+}
+
+/* The revocation waits for a copy in progress, or for the importer to be
+ * gone: one killed in the middle of a copy (its busy word left at 1, as
+ * nearly always with back-to-back copies of a large window) does not
+ * hold it for ever. */
+Test(shm_direct, a_revocation_does_not_wait_for_an_importer_that_died_copying, .timeout = 30)
+{
+        unsigned long *writes = mmap(NULL, sizeof(*writes), PROT_READ | PROT_WRITE,
+                                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        int obj = memfd_create("test-shm-direct", MFD_CLOEXEC);
+        unsigned char *target;
+
+        cr_assert_neq(writes, MAP_FAILED);
+        cr_assert_geq(obj, 0);
+        cr_assert_eq(ftruncate(obj, WINDOW), 0);
+        target = mmap(NULL, WINDOW, PROT_READ | PROT_WRITE, MAP_SHARED, obj, 0);
+        cr_assert_neq(target, MAP_FAILED);
+        for (unsigned round = 0; round < 3; round++) {
+                struct shm_direct_window w = { .ctx = 0x300 + round, .va = (uintptr_t)target,
+                                               .len = WINDOW, .fd = obj, .file_off = 0 };
+                struct shm_direct_export e;
+                struct shm_direct *x;
+                int pipefd[2], pidfd, status;
+                pid_t child;
+
+                cr_assert_eq(pipe(pipefd), 0);
+                *writes = 0;
+                child = fork();
+                cr_assert_geq(child, 0);
+                if (child == 0) {
+                        close(pipefd[1]);
+                        import_and_write(pipefd[0], writes);
+                }
+                close(pipefd[0]);
+                pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+                cr_assert_geq(pidfd, 0);
+                x = shm_direct_new(child, pidfd);
+                cr_assert_not_null(x);
+                cr_assert_eq(shm_direct_export(x, &w, &e), 1);
+                cr_assert_eq(write(pipefd[1], &e, sizeof(e)), (ssize_t)sizeof(e));
+                cr_assert_eq(write(pipefd[1], &w, sizeof(w)), (ssize_t)sizeof(w));
+                close(pipefd[1]);
+                while (__atomic_load_n(writes, __ATOMIC_RELAXED) < 2) {
+                        if (waitpid(child, &status, WNOHANG) == child) {
+                                if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_MAY_NOT_TAKE)
+                                        cr_skip_test("a child may not take its parent's descriptors here");
+                                cr_assert_fail("the importer ended: status 0x%x", status);
+                        }
+                        sched_yield();
+                }
+                kill(child, SIGKILL);
+                shm_direct_revoke_context(w.ctx);
+                shm_direct_destroy(x);
+                waitpid(child, &status, 0);
+                close(pidfd);
+        }
+        munmap(target, WINDOW);
+        close(obj);
 }
