@@ -14,6 +14,7 @@
 #define _likely_(x) __builtin_expect(!!(x), 1)
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 #define _always_inline_ inline __attribute__((always_inline))
+#define _noinline_ __attribute__((noinline))
 
 static inline void freep(void *p)
 {

@@ -182,8 +182,9 @@ static DAT_RETURN rdma_length(const struct post_args *a, uint64_t local_total, u
  * local_status when that is an error (a local error completion) or when
  * done_here (a direct Write: in place already), else to go out.  Under
  * lock. */
-static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, uint64_t total,
-                                  DAT_DTO_COMPLETION_STATUS local_status, bool done_here)
+static _always_inline_ DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a,
+                                                  uint64_t total, DAT_DTO_COMPLETION_STATUS local_status,
+                                                  bool done_here)
 {
         struct dto_req *r;
         uint32_t slot;
@@ -228,16 +229,16 @@ static DAT_RETURN enqueue_request(struct dto_ep *d, const struct post_args *a, u
  * the target: a Write through the channel still on its way could land
  * after this one and undo it, and completions go in posting order.  True
  * when done; false, nothing done, when it goes through the channel.
- * Under lock, running. */
-static bool write_direct(struct dto_ep *d, const struct post_args *a, uint64_t length)
+ * For a Write (the caller checked), under lock, running. */
+static _always_inline_ bool write_direct(struct dto_ep *d, const struct post_args *a, uint64_t length)
 {
         struct iovec iov[DTO_MAX_SEGS];
         int n = 0;
 
         /* An empty queue has room for it (enqueue_request must not refuse
          * a Write already made). */
-        if (a->kind != DTO_REQ_WRITE || a->ext || !d->ch->direct || d->head != d->tail ||
-            (uint32_t)a->n > d->req_iov_max || length > SHM_DIRECT_WRITE_MAX)
+        if (!d->ch->direct || !shm_direct_imports_any(d->ch->direct) || a->ext ||
+            d->head != d->tail || (uint32_t)a->n > d->req_iov_max || length > SHM_DIRECT_WRITE_MAX)
                 return false;
         for (DAT_COUNT i = 0; i < a->n; i++)
                 if (a->iov[i].segment_length > 0)
@@ -269,7 +270,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
         struct dto_ep *d;
         uint64_t total, length;
         DAT_RETURN ret;
-        bool outside, finish, kick, direct;
+        bool outside, finish, kick;
 
         DTO_BATCH_EMPTY(b);
         if (!ep)
@@ -307,22 +308,21 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
          * request is flushed at once, in order. */
         if (d->state != DTO_RUNNING)
                 local = DAT_DTO_ERR_FLUSHED;
-        direct = local == DAT_DTO_SUCCESS && write_direct(d, a, length);
-        ret = enqueue_request(d, a, length, local, direct);
-        if (ret == DAT_SUCCESS) {
-                if (direct) {
-                        /* Nothing was queued before it: nothing is left
-                         * to write or to answer. */
-                        d->tx_next = d->resp_next = d->tail;
+        if (a->kind == DTO_REQ_WRITE && local == DAT_DTO_SUCCESS && write_direct(d, a, length)) {
+                /* In place already: done at once.  Nothing was queued
+                 * before it: nothing is left to write or to answer. */
+                ret = enqueue_request(d, a, length, DAT_DTO_SUCCESS, true);
+                d->tx_next = d->resp_next = d->tail;
+                dto_deliver_requests(d, &b);
+        } else {
+                ret = enqueue_request(d, a, length, local, false);
+                if (ret == DAT_SUCCESS && local == DAT_DTO_SUCCESS)
+                        dto_tx_post(d);
+                else if (ret == DAT_SUCCESS && local == DAT_DTO_ERR_FLUSHED)
                         dto_deliver_requests(d, &b);
-                } else if (local == DAT_DTO_ERR_FLUSHED) {
-                        dto_deliver_requests(d, &b);
-                } else if (local != DAT_DTO_SUCCESS) {
+                else if (ret == DAT_SUCCESS)
                         /* Like a NIC's local length error: the connection ends. */
                         dto_fail(d, "a request longer than the transport allows");
-                } else {
-                        dto_tx_post(d);
-                }
         }
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
         /* Frames wait for room: the progress thread must watch for it.  And

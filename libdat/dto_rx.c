@@ -333,11 +333,8 @@ static void on_atomic_operands(struct dto_ep *d)
 /* A Write whose sender takes an EXPORT (DTO_F_MAP_OK), into memory this
  * process may share with it (libdat's shared memory of an LMR, reached
  * with remote write through the EP's PZ): exports the whole window of its
- * context.  Only at the second Write in a row to one context, and once
- * while it stays the one written to: an export costs a descriptor here
- * and four system calls in the peer, which a context written once (an
- * RMR bound for each transfer) would never pay back. */
-static void offer_window(struct dto_ep *d)
+ * context (offer_window says when).  Out of line: rarely called. */
+static _noinline_ void export_window(struct dto_ep *d)
 {
         uint32_t ctx = d->rx.rmr_context;
         struct rmr_window w, again;
@@ -345,16 +342,6 @@ static void offer_window(struct dto_ep *d)
         uintptr_t base;
         bool same;
 
-        if (!d->ch->direct)
-                return;
-        if (ctx != d->direct_last_ctx) {
-                d->direct_last_ctx = ctx;
-                d->direct_offered = false;
-                return;
-        }
-        if (d->direct_offered)
-                return;
-        d->direct_offered = true;
         if (!rmr_context_window(d->ia, ctx, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &w))
                 return;
         /* w.shm is ours until the end (its descriptor stays open). */
@@ -387,6 +374,27 @@ static void offer_window(struct dto_ep *d)
                                                   .addr = e.state, .rmr_context = ctx,
                                                   .status = (uint32_t)e.table_fd },
                              NULL, false);
+}
+
+/* A Write whose sender takes an EXPORT: its context is exported at the
+ * second Write in a row to it, and looked at once while it stays the one
+ * written to.  An export costs a descriptor here and four system calls in
+ * the peer, which a context written once (an RMR bound for each
+ * transfer) would never pay back; the usual Write, to the context looked
+ * at already, costs this test. */
+static inline void offer_window(struct dto_ep *d)
+{
+        uint32_t ctx = d->rx.rmr_context;
+
+        if (!d->ch->direct || (ctx == d->direct_last_ctx && d->direct_offered))
+                return;
+        if (ctx != d->direct_last_ctx) {
+                d->direct_last_ctx = ctx;
+                d->direct_offered = false;
+                return;
+        }
+        d->direct_offered = true;
+        export_window(d);
 }
 
 /* An RDMA Write is placed: acknowledged, and with immediate data its

@@ -55,6 +55,7 @@ struct shm_direct_import {
 };
 
 struct shm_direct {
+        struct shm_direct_head head;    /* first: shm_direct_imports_any */
         pid_t peer_pid;
         int peer_pidfd;                 /* not owned */
 
@@ -68,8 +69,7 @@ struct shm_direct {
 
         /* Importing: under the owning data path's lock. */
         struct shm_direct_table *peer_table;
-        struct shm_direct_import imp[SHM_DIRECT_SLOTS];
-        unsigned n_imp;
+        struct shm_direct_import imp[SHM_DIRECT_SLOTS]; /* head.n_imported of them */
         unsigned last_imp;              /* where the last Write found its window */
 };
 
@@ -160,7 +160,7 @@ void shm_direct_end(struct shm_direct *x)
 static void forget_import(struct shm_direct *x, unsigned k)
 {
         munmap(x->imp[k].map, x->imp[k].map_len);
-        x->imp[k] = x->imp[--x->n_imp];
+        x->imp[k] = x->imp[--x->head.n_imported];
         x->last_imp = 0;
 }
 
@@ -169,8 +169,8 @@ void shm_direct_destroy(struct shm_direct *x)
         if (!x)
                 return;
         shm_direct_end(x);
-        while (x->n_imp > 0)
-                forget_import(x, x->n_imp - 1);
+        while (x->head.n_imported > 0)
+                forget_import(x, x->head.n_imported - 1);
         if (x->peer_table)
                 shm_region_unmap(x->peer_table, sizeof(*x->peer_table));
         if (x->table)
@@ -312,7 +312,7 @@ static int peer_table_ready(struct shm_direct *x, int table_fd)
  * it freed). */
 static void sweep_imports(struct shm_direct *x)
 {
-        for (unsigned k = x->n_imp; k-- > 0;)
+        for (unsigned k = x->head.n_imported; k-- > 0;)
                 if (__atomic_load_n(&x->peer_table->slot[x->imp[k].slot].state, __ATOMIC_ACQUIRE) !=
                     x->imp[k].state)
                         forget_import(x, k);
@@ -382,26 +382,26 @@ int shm_direct_import(struct shm_direct *x, uint32_t ctx, const struct shm_direc
                 munmap(imp.map, imp.map_len);
                 return -ESTALE;
         }
-        for (unsigned k = 0; k < x->n_imp; k++)
+        for (unsigned k = 0; k < x->head.n_imported; k++)
                 if (x->imp[k].ctx == ctx || x->imp[k].slot == e->slot) {
                         forget_import(x, k);
                         break;
                 }
-        if (x->n_imp == SHM_DIRECT_SLOTS) {
+        if (x->head.n_imported == SHM_DIRECT_SLOTS) {
                 munmap(imp.map, imp.map_len);
                 return -ENOSPC;
         }
-        x->imp[x->n_imp++] = imp;
+        x->imp[x->head.n_imported++] = imp;
         return 0;
 }
 
 static struct shm_direct_import *find_import(struct shm_direct *x, uint32_t ctx)
 {
-        if (x->n_imp == 0)
+        if (x->head.n_imported == 0)
                 return NULL;
         if (x->imp[x->last_imp].ctx == ctx)
                 return &x->imp[x->last_imp];
-        for (unsigned k = 0; k < x->n_imp; k++)
+        for (unsigned k = 0; k < x->head.n_imported; k++)
                 if (x->imp[k].ctx == ctx) {
                         x->last_imp = k;
                         return &x->imp[k];

@@ -63,6 +63,20 @@
 
 struct shm_direct;
 
+/* The first member of struct shm_direct: what the data path reads inline
+ * before it makes a call (a post of a Write to memory nobody exported, the
+ * usual case, costs no call into this file). */
+struct shm_direct_head {
+        unsigned n_imported;            /* windows of the peer's mapped here */
+};
+
+/* Whether any window of the peer's is mapped here (a Write may go
+ * straight in). */
+static inline bool shm_direct_imports_any(const struct shm_direct *x)
+{
+        return ((const struct shm_direct_head *)(const void *)x)->n_imported > 0;
+}
+
 /* For one end of a shm channel to peer_pid, whose pidfd the channel keeps
  * (not owned: destroy this first).  NULL when no direct Write can be made
  * on it: no pidfd, DATD_SHM_NO_DIRECT set in the environment, or no
