@@ -345,16 +345,31 @@ static inline void wait_request(struct db_conn *c, bool block, struct spin *s)
         c->req_out--;
 }
 
-/* Spins until the last byte of dst is v, reaping request completions. */
+/* Spins until the last byte of dst is v, reaping request completions.
+ * On its own memory the loop calls dat_evd_dequeue on every turn: a
+ * software provider places the peer's Write there (as a CQ poll would give
+ * it the CPU).  On shared memory (--shared-mem) the peer's Writes land by
+ * themselves (libdat/shm_direct.h): the loop spins on memory, as
+ * ib_write_lat's does, and calls dat_evd_dequeue every 64th turn only, for
+ * the Writes that go through the channel (the first ones, before the
+ * target offers its memory) and for its own completions (also reaped after
+ * each post). */
+#define SHARED_SPINS_PER_DEQUEUE 64
+
 static inline void wait_byte(struct db_conn *c, size_t size, unsigned char v)
 {
         volatile unsigned char *last = dst(c) + size - 1;
+        unsigned turn = 0;
         struct spin s;
 
         spin_start(&s);
         while (*last != v) {
                 DAT_EVENT ev;
 
+                if (c->shared && ++turn % SHARED_SPINS_PER_DEQUEUE != 0) {
+                        bench_cpu_relax();
+                        continue;
+                }
                 if (dat_evd_dequeue(c->req_evd, &ev) == DAT_SUCCESS) {
                         dto_check(&ev);
                         c->req_out--;
