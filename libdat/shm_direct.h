@@ -37,6 +37,14 @@
  * or when the peer process is gone (its pidfd); a peer stopped in the
  * middle of a copy (a debugger) holds it.
  *
+ * An importer forgets a revoked window (and unmaps it) when a Write finds
+ * it revoked, at its next import, or when the channel goes: until then its
+ * mapping keeps memory the exporter freed (at most SHM_DIRECT_SLOTS
+ * windows a channel).  An export is made at a context's second Write in a
+ * row through the channel (dto_rx.c) and, once made, only on that one;
+ * a lost EXPORT (no memory for it) or a failed import leaves the context's
+ * Writes going through the channel until the connection ends.
+ *
  * Trust: a peer that may take our descriptors with pidfd_getfd may also
  * ptrace us; mapping what it exports gives it nothing it did not have.  A
  * hostile peer could shrink an exported object under our mapping (its
