@@ -643,12 +643,17 @@ static enum action on_header(struct dto_ep *d, struct dto_batch *b)
                 d->rx_state = DTO_RX_HEADER;
                 return on_response(d, b);
         case DTO_OP_EXPORT:
-                /* Only to a sender of DTO_F_MAP_OK.  A window we cannot
-                 * map is no failure: the Writes to it go through the
-                 * channel as before. */
+                /* Only to a sender of DTO_F_MAP_OK: an end with a direct
+                 * path, whose Writes carry the flag until it stops asking
+                 * (below); EXPORTs answering Writes flagged before that
+                 * may still come, and are let go.  A window we cannot map
+                 * is no failure: the Writes to it go through the channel
+                 * as before. */
                 d->rx_state = DTO_RX_HEADER;
-                if (!d->direct_offer)
+                if (!d->ch->direct)
                         return protocol_error(d, "an EXPORT we did not ask for");
+                if (!d->direct_offer)
+                        return ACT_NEXT;
                 r = shm_direct_import(d->ch->direct, d->rx.rmr_context,
                                       &(struct shm_direct_export){ .slot = d->rx.seq,
                                                                    .state = d->rx.addr,

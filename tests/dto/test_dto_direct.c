@@ -7,8 +7,13 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -368,4 +373,90 @@ static void writes_then_dies(struct dto_side *s, void *arg)
 Test(DTO_SUITE(direct), memory_a_dead_peer_wrote_into_frees)
 {
         dto_run(NULL, survivor_target, writes_then_dies, NULL);
+}
+
+/* ---- an initiator that may not map -------------------------------------------- */
+
+/* The client may not take the peer's descriptors: pidfd_getfd fails with
+ * EPERM, as between two users or in a sandbox. */
+static void refuse_pidfd_getfd(const struct dto_side *s)
+{
+        struct sock_filter filter[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_getfd, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = sizeof(filter) / sizeof(filter[0]), .filter = filter };
+
+        if (s->role != DTO_CLIENT)
+                return;
+        DTO_ASSERTF(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "PR_SET_NO_NEW_PRIVS: %m");
+        DTO_ASSERTF(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0, "seccomp: %m");
+}
+
+static void two_windows_target(struct dto_side *s, void *arg)
+{
+        struct dto_mem a = dto_shared_mem_new(s, DAT_HANDLE_NULL, SLOT_LEN, DAT_MEM_PRIV_ALL_FLAG);
+        struct dto_mem b = dto_shared_mem_new(s, DAT_HANDLE_NULL, SLOT_LEN, DAT_MEM_PRIV_ALL_FLAG);
+
+        (void)arg;
+        (void)dto_exchange(s, &a);
+        (void)dto_exchange(s, &b);
+        dto_put_u64(s, (uint64_t)getpid());
+        dto_barrier(s); /* every Write completed */
+        /* The last round's patterns (70 + 2 * round + window). */
+        dto_verify(a.buf, SLOT_LEN, 72);
+        dto_verify(b.buf, SLOT_LEN, 73);
+        dto_barrier(s);
+        dto_mem_free(&a);
+        dto_mem_free(&b);
+}
+
+static void writes_to_two_windows(struct dto_side *s, void *arg)
+{
+        struct dto_mem none = { 0 };
+        struct dto_remote r[2];
+        struct dto_frozen frozen;
+        pid_t target;
+
+        (void)arg;
+        r[0] = dto_exchange(s, &none);
+        r[1] = dto_exchange(s, &none);
+        target = (pid_t)dto_get_u64(s);
+        /* Two Writes in a row to each window, all in the channel before
+         * the target takes any: it exports both at once, and the two
+         * EXPORTs come together. */
+        dto_freeze_helpers(target, &frozen);
+        for (unsigned round = 0; round < 2; round++) {
+                for (unsigned k = 0; k < 4; k++) {
+                        unsigned w = k / 2;
+                        DAT_LMR_TRIPLET iov = dto_iov(&s->mem, w * SLOT_LEN, SLOT_LEN);
+                        DAT_RMR_TRIPLET remote = dto_riov(&r[w], 0, SLOT_LEN);
+
+                        dto_fill(s->mem.buf + w * SLOT_LEN, SLOT_LEN, 70 + 2 * round + w);
+                        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &iov, dto_cookie(k), &remote,
+                                                             DAT_COMPLETION_DEFAULT_FLAG),
+                                      DAT_SUCCESS);
+                        if (round == 0 && k == 3)
+                                dto_thaw(&frozen);
+                        if (round == 1 || k == 3)
+                                for (unsigned j = round == 1 ? k : 0; j <= k; j++)
+                                        dto_expect_dto(s->request_evd, s->ep[0], j, DAT_DTO_SUCCESS,
+                                                       SLOT_LEN, DAT_DTO_RDMA_WRITE);
+                }
+        }
+        dto_expect_no_event(s->conn_evd, 100 * 1000);
+        dto_barrier(s);
+        dto_barrier(s);
+}
+
+/* An EXPORT the initiator cannot use (no pidfd_getfd on the peer) makes it
+ * ask no more; the target's other EXPORTs already on their way are let
+ * go, and the connection stays up, its Writes going through the channel. */
+Test(DTO_SUITE(direct), exports_an_initiator_cannot_take_leave_the_connection_up)
+{
+        struct dto_config cfg = { .pre_open = refuse_pidfd_getfd };
+
+        dto_run(&cfg, two_windows_target, writes_to_two_windows, NULL);
 }
