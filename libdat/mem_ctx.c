@@ -27,7 +27,8 @@ struct ctx_slot {
         struct dat_object *owner;       /* atomic */
         uint32_t last_key[2];           /* keys last published here, never drawn again next */
         uint32_t next_free;             /* index + 1 of the next free slot; under table_lock */
-        bool exported;                  /* atomic: its remote context was exported (shm_direct.h) */
+        bool exported;                  /* atomic: a remote context of it was exported
+                                         * (shm_direct.h), since the slot was taken */
 };
 
 static struct ctx_slot *chunks[MAX_CHUNKS];     /* atomic pointers, written under table_lock */
@@ -149,11 +150,14 @@ uint32_t mem_ctx_draw(uint32_t slot, enum mem_ctx_role role)
 
 /* A remote context that stopped resolving (its new value stored, with a
  * full barrier) may still reach memory a peer of this host mapped
- * (shm_direct.h): the peer stops too.  Only a context the slot exported
- * costs a look at the exports. */
-static void remote_ctx_withdrawn(struct ctx_slot *s, uint32_t old, uint32_t now)
+ * (shm_direct.h): the peer stops too.  Only a slot that exported a context
+ * costs a look at the exports.  The mark is read, not cleared: a context
+ * published next on the slot may be exported between our store and this
+ * read, and its mark must stay for its own withdrawal.  It goes with the
+ * slot (mem_ctx_release). */
+static void remote_ctx_withdrawn(const struct ctx_slot *s, uint32_t old, uint32_t now)
 {
-        if (old != 0 && old != now && __atomic_exchange_n(&s->exported, false, __ATOMIC_SEQ_CST))
+        if (old != 0 && old != now && __atomic_load_n(&s->exported, __ATOMIC_SEQ_CST))
                 shm_direct_revoke_context(old);
 }
 
@@ -197,12 +201,16 @@ void mem_ctx_release(uint32_t slot)
 {
         struct ctx_slot *s = slot_at(slot);
         uint32_t remote;
+        bool exported;
 
         if (!s)
                 return;
         pthread_mutex_lock(&table_lock);
         __atomic_store_n(&s->ctx[MEM_CTX_LOCAL], 0, __ATOMIC_RELEASE);
         remote = __atomic_exchange_n(&s->ctx[MEM_CTX_REMOTE], 0, __ATOMIC_SEQ_CST);
+        /* Taken before the slot goes back: a next owner's export marks
+         * it afresh, and must not be taken for ours. */
+        exported = __atomic_exchange_n(&s->exported, false, __ATOMIC_SEQ_CST);
         __atomic_store_n(&s->owner, NULL, __ATOMIC_RELEASE);
         /* After the contexts stop resolving: a count read later finds them
          * gone (mem_ctx_release_count). */
@@ -210,7 +218,8 @@ void mem_ctx_release(uint32_t slot)
         slot_give_back(slot);
         pthread_mutex_unlock(&table_lock);
         /* Outside the table's lock: it may wait for a peer's copy. */
-        remote_ctx_withdrawn(s, remote, 0);
+        if (remote != 0 && exported)
+                shm_direct_revoke_context(remote);
 }
 
 struct dat_object *mem_ctx_find(uint32_t ctx, enum mem_ctx_role role)
