@@ -357,9 +357,6 @@ static void teardown_channel(struct dto_ep *d)
         ch = d->state == DTO_RUNNING ? NULL : d->ch;
         if (ch) {
                 d->ch = NULL;
-                /* Done where the state left RUNNING already (dto_fail,
-                 * dto_ep_stop); again, in case. */
-                shm_direct_end(ch->direct);
                 /* A socket closed with the peer's bytes unread is reset,
                  * and the reset can destroy what the peer has not read of
                  * ours yet (an error response): it only stops writing now

@@ -376,17 +376,18 @@ static _noinline_ void export_window(struct dto_ep *d)
                              NULL, false);
 }
 
-/* A Write whose sender takes an EXPORT: its context is exported at the
- * second Write in a row to it, and looked at once while it stays the one
- * written to.  An export costs a descriptor here and four system calls in
- * the peer, which a context written once (an RMR bound for each
- * transfer) would never pay back; the usual Write, to the context looked
- * at already, costs this test. */
+/* A Write whose sender takes an EXPORT (DTO_F_MAP_OK): its context is
+ * exported at the second Write in a row to it, and looked at once while
+ * it stays the one written to.  An export costs a descriptor here and four
+ * system calls in the peer, which a context written once (an RMR bound
+ * for each transfer) would never pay back; the usual Write, to the
+ * context looked at already, costs this test. */
 static inline void offer_window(struct dto_ep *d)
 {
         uint32_t ctx = d->rx.rmr_context;
 
-        if (!d->ch->direct || (ctx == d->direct_last_ctx && d->direct_offered))
+        if (!(d->rx.flags & DTO_F_MAP_OK) || !d->ch->direct ||
+            (ctx == d->direct_last_ctx && d->direct_offered))
                 return;
         if (ctx != d->direct_last_ctx) {
                 d->direct_last_ctx = ctx;
@@ -422,8 +423,7 @@ static enum action on_write(struct dto_ep *d, struct dto_batch *b)
                 respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_ERR_REMOTE_ACCESS, 0, 0, NULL);
                 return ACT_NEXT;
         }
-        if (d->rx.flags & DTO_F_MAP_OK)
-                offer_window(d);
+        offer_window(d);
         if (d->rx.flags & DTO_F_CMA) {
                 if (!cma_move(d, &target, 1, d->rx.len, true))
                         return protocol_error(d, "cannot read an RDMA Write from the peer");
@@ -1040,8 +1040,7 @@ static bool small_request(struct dto_ep *d, struct dto_batch *b)
                 if ((d->rx.flags & ~(DTO_F_ACK_LATER | DTO_F_MAP_OK)) ||
                     !rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &to))
                         return false;
-                if (d->rx.flags & DTO_F_MAP_OK)
-                        offer_window(d);
+                offer_window(d);
                 break;
         default:
                 return false;

@@ -56,7 +56,6 @@ struct shm_direct_import {
 
 struct shm_direct {
         struct shm_direct_head head;    /* first: shm_direct_imports_any */
-        pid_t peer_pid;
         int peer_pidfd;                 /* not owned */
 
         /* Exporting: under registry_lock. */
@@ -94,7 +93,6 @@ struct shm_direct *shm_direct_new(pid_t peer_pid, int peer_pidfd)
         x = calloc(1, sizeof(*x));
         if (!x)
                 return NULL;
-        x->peer_pid = peer_pid;
         x->peer_pidfd = peer_pidfd;
         x->table_fd = -1;
         for (unsigned i = 0; i < SHM_DIRECT_SLOTS; i++)
