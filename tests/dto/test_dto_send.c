@@ -751,11 +751,17 @@ Test(DTO_SUITE(send), writes_before_a_send_that_waits_for_a_receive_complete_mea
  * Writes (the last ones flagged) alternate with bursts of 1 (never
  * flagged), to a target whose process takes nothing (its progress thread
  * places them: a wake-up each, some 80 us here): a burst of 6 that takes
- * 100 times the median burst of 1 is a stall, and at most 3 of 60 may
- * stall (a loaded machine delays a wake-up now and then; the timer stalled
- * 6 or more).  A ratio on the same machine in the same run, never a time. */
-#define TIMED_ROUNDS 60
-#define TIMED_STALLS_MAX 3
+ * 100 times the median burst of 1 is a stall, and at most 9 of 180 may
+ * stall.  A ratio on the same machine in the same run, never a time.  A
+ * loaded machine delays a wake-up now and then, a timer stalls all along:
+ * with the sender asking only once its send queue is empty, 4 to 31 of each
+ * 60 bursts stalled (32 to 74 of 180), with the mend none; the CI's make
+ * check, tests running beside each other, once found 7 of 60 on shm, where
+ * no timer is.  So a measure that finds more is taken once again, and only
+ * two in a row that do fail. */
+#define TIMED_ROUNDS 180
+#define TIMED_STALLS_MAX 9
+#define TIMED_TRIES 2
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -764,13 +770,13 @@ static int cmp_double(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
-static void timed_sender(struct dto_side *s, void *arg)
+/* One measure: how many of TIMED_ROUNDS bursts of 6 stalled; *one: the
+ * median burst of 1, in seconds. */
+static unsigned timed_measure(struct dto_side *s, double *one)
 {
         static double took[2][TIMED_ROUNDS];
         unsigned stalls = 0;
-        double one;
 
-        (void)arg;
         for (unsigned i = 0; i < 2 * TIMED_ROUNDS; i++) {
                 unsigned n = i % 2 ? 6 : 1;
                 double t0;
@@ -793,19 +799,43 @@ static void timed_sender(struct dto_side *s, void *arg)
                 took[i % 2][i / 2] = dto_wall_seconds() - t0;
         }
         qsort(took[0], TIMED_ROUNDS, sizeof(took[0][0]), cmp_double);
-        one = took[0][TIMED_ROUNDS / 2];
+        *one = took[0][TIMED_ROUNDS / 2];
         for (unsigned i = 0; i < TIMED_ROUNDS; i++)
-                stalls += took[1][i] > 100 * one;
-        DTO_ASSERTF(stalls <= TIMED_STALLS_MAX,
-                    "%u of %u bursts of 6 Writes took over 100 times the median burst of 1 (%.0f us)",
-                    stalls, TIMED_ROUNDS, one * 1e6);
+                stalls += took[1][i] > 100 * *one;
+        return stalls;
+}
+
+static void timed_sender(struct dto_side *s, void *arg)
+{
+        unsigned stalls[TIMED_TRIES] = { 0 };
+        double one[TIMED_TRIES] = { 0 };
+        unsigned tries = 0;
+
+        (void)arg;
+        /* After each measure the target hears whether another follows. */
+        for (;;) {
+                bool again;
+
+                stalls[tries] = timed_measure(s, &one[tries]);
+                tries++;
+                again = stalls[tries - 1] > TIMED_STALLS_MAX && tries < TIMED_TRIES;
+                dto_put_u64(s, again);
+                if (!again)
+                        break;
+        }
+        DTO_ASSERTF(stalls[tries - 1] <= TIMED_STALLS_MAX,
+                    "bursts of 6 Writes that took over 100 times the median burst of 1, of %u, in %u "
+                    "measures: %u (median %.0f us), %u (%.0f us)",
+                    TIMED_ROUNDS, tries, stalls[0], one[0] * 1e6, stalls[1], one[1] * 1e6);
 }
 
 static void timed_target(struct dto_side *s, void *arg)
 {
         (void)arg;
-        for (unsigned i = 0; i < 2 * TIMED_ROUNDS; i++)
-                dto_barrier(s);
+        do {
+                for (unsigned i = 0; i < 2 * TIMED_ROUNDS; i++)
+                        dto_barrier(s);
+        } while (dto_get_u64(s));
 }
 
 Test(DTO_SUITE(send), a_burst_completes_in_the_time_of_its_frames_while_the_target_takes_nothing)
