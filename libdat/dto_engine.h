@@ -208,6 +208,18 @@ struct dto_ep {
         uint32_t ack_due, later_seq;
         bool ask_due;
         bool acks_may_wait;             /* the channel has `unsent` */
+        /* The peer's acknowledgements of our Sends and Writes, as its
+         * requests carry them, may wait for the next step: an
+         * application's poll that finds the peer's Send (or Write) hands
+         * it over without first completing ours, on the way to its answer
+         * (dto_rx_apply_acks, about a quarter of the step), and its next
+         * poll completes them, while the answer is in flight.  hold_acks:
+         * this step may (an application's poll, with our requests' and the
+         * peer's completions on different EVDs, acks_apart, so that no
+         * EVD's order changes); acks_held: some wait (work for the next
+         * step, dto_work_left; taken before anything that needs them: a
+         * response, a full queue, a direct Write, the end). */
+        bool acks_apart, hold_acks, acks_held;
         uint64_t ask_idle_ns;
         /* The last frame taken was a lone acknowledgement: the peer had no
          * request to carry it, so it waits rather than answers, and what
@@ -499,11 +511,12 @@ static inline bool dto_ack_wanted(const struct dto_ep *d)
 static _always_inline_ bool dto_work_left(const struct dto_ep *d)
 {
         return (d->ack_owed != d->ack_sent && !dto_ack_deferred(d)) || dto_ack_wanted(d) ||
-               dto_tx_pending(d) || dto_rx_stashed(d) || (d->rx_unwatched && !dto_rx_blocked(d));
+               dto_tx_pending(d) || dto_rx_stashed(d) || (d->rx_unwatched && !dto_rx_blocked(d)) ||
+               d->acks_held;
 }
 
 /* Completes our Sends and Writes the peer's cumulative acknowledgement
- * covers, in order. */
+ * covers, in order (those held back too: acks_held is cleared). */
 void dto_rx_apply_acks(struct dto_ep *d, struct dto_batch *b);
 
 /* A Send waiting for a receive gets one now, or fails once its deadline

@@ -298,6 +298,7 @@ static void flush_all(struct dto_ep *d, struct dto_batch *b)
         }
         d->tx_next = d->resp_next = d->tail;
         d->reads_in_flight = 0;
+        d->acks_held = false;
         dto_deliver_requests(d, b);
         if (d->rx_recv_taken) {
                 dto_complete_recv(d, &d->rx_recv, d->rx_recv_srq, DAT_DTO_ERR_FLUSHED, 0, true, b);
@@ -340,7 +341,10 @@ void dto_fail(struct dto_ep *d, const char *why)
         dat_trace("EP %p, connection %u: data path failed: %s", d->ep->obj.handle, d->conn_id,
                   why);
         /* The batch cannot be returned from here: completions go into a
-         * local one whose CNO notices run when the caller's does. */
+         * local one whose CNO notices run when the caller's does.  What
+         * the peer acknowledged succeeded, held back or not. */
+        if (d->acks_held)
+                dto_rx_apply_acks(d, &d->fail_batch);
         flush_all(d, &d->fail_batch);
         d->state = DTO_DEAD;
         d->broken = true;
@@ -437,6 +441,13 @@ bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
         bool rx_moved = false;
         uint32_t owed_before = d->ack_owed;
 
+        /* What the last step held back (acks_held), now. */
+        if (_unlikely_(d->acks_held)) {
+                dto_rx_apply_acks(d, b);
+                moved = true;
+                if (d->state != DTO_RUNNING)
+                        return true;
+        }
         moved |= dto_tx_flush(d);
         if (d->state == DTO_RUNNING)
                 rx_moved = dto_rx_poll(d, b);
@@ -570,6 +581,8 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->ask_due = false;
                 d->ask_idle_ns = 0;
                 d->acks_may_wait = d->ch->ops->unsent != NULL;
+                d->acks_apart = d->ep->request_evd != d->ep->recv_evd;
+                d->hold_acks = d->acks_held = false;
                 d->peer_idle = false;
                 d->tx_next = d->resp_next = d->tail;
                 d->tx_item = DTO_TX_NONE;

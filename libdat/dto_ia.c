@@ -365,8 +365,10 @@ static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock,
                         uint64_t before = d->work_frames;
 
                         d->rx_one_record = first_record;
+                        d->hold_acks = !wait_for_lock && d->acks_apart;
                         dto_progress_locked(d, b);
                         d->rx_one_record = false;
+                        d->hold_acks = false;
                         moved = d->work_frames != before;
                 }
         }
@@ -579,7 +581,7 @@ static int arm_all(struct dto_ia *t)
                          * is one that may wait: the peer asks for it. */
                         if (!d->ch->ops->arm(d->ch, want_data, want_room) ||
                             (d->ack_owed != d->ack_sent && !want_room && !dto_ack_deferred(d)) ||
-                            dto_rx_stashed(d))
+                            dto_rx_stashed(d) || d->acks_held)
                                 work = true;
                         if (d->rnr_deadline_ns && (!next || d->rnr_deadline_ns < next))
                                 next = d->rnr_deadline_ns;

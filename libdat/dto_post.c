@@ -308,6 +308,13 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
          * request is flushed at once, in order. */
         if (d->state != DTO_RUNNING)
                 local = DAT_DTO_ERR_FLUSHED;
+        /* Acknowledgements a poll held back (dto_engine.h) free the queue
+         * and let a direct Write go (nothing outstanding): taken now when
+         * either is wanted, else by the next poll. */
+        else if (_unlikely_(d->acks_held) &&
+                 (d->tail - d->head >= d->req_cap ||
+                  (a->kind == DTO_REQ_WRITE && d->ch->direct && shm_direct_imports_any(d->ch->direct))))
+                dto_rx_apply_acks(d, &b);
         if (a->kind == DTO_REQ_WRITE && local == DAT_DTO_SUCCESS && write_direct(d, a, length)) {
                 /* In place already: done at once.  Nothing was queued
                  * before it: nothing is left to write or to answer. */
@@ -492,18 +499,23 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         dat_lock(&d->lock);
-        if (d->tail - d->head >= d->req_cap) {
-                dat_unlock(&d->lock);
-                return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
-        }
-        if (rmr->has_pending) {
+        /* Acknowledgements a poll held back (dto_engine.h) free the queue,
+         * and the bind completes after them. */
+        if (d->acks_held && d->state == DTO_RUNNING)
+                dto_rx_apply_acks(d, &b);
+        if (d->tail - d->head >= d->req_cap)
+                ret = DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
+        else if (rmr->has_pending)
                 /* One bind in flight per RMR (rmr.h). */
-                dat_unlock(&d->lock);
-                return DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
-        }
-        ret = rmr_bind_prepare(rmr, lmr_handle, triplet, mem_priv, va_type, &ctx);
+                ret = DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
+        else
+                ret = rmr_bind_prepare(rmr, lmr_handle, triplet, mem_priv, va_type, &ctx);
         if (ret != DAT_SUCCESS) {
+                bool finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
+
                 dat_unlock(&d->lock);
+                if (finish)
+                        dto_finish(d, &b);
                 return ret;
         }
         r = dto_req_at(d, d->tail);

@@ -504,6 +504,7 @@ void dto_rx_apply_acks(struct dto_ep *d, struct dto_batch *b)
         uint32_t slot;
         struct dto_req *r;
 
+        d->acks_held = false;
         while (d->state == DTO_RUNNING && (r = awaited(d, &slot)) && !dto_req_reads(r) &&
                (int32_t)(r->seq - d->peer_ack) <= 0)
                 request_done(d, r, DAT_DTO_SUCCESS, b);
@@ -1076,11 +1077,22 @@ static _always_inline_ bool poll_frames(struct dto_ep *d, struct dto_batch *b)
                                 d->rx_have = 0;
                         }
                         d->rx_seq_taken = false;
-                        if (!frame_sane(d, &d->rx) || !take_ack(d, d->rx.ack)) {
-                                protocol_error(d, "a malformed frame");
-                                return true;
+                        {
+                                uint32_t acked = d->peer_ack;
+
+                                if (!frame_sane(d, &d->rx) || !take_ack(d, d->rx.ack)) {
+                                        protocol_error(d, "a malformed frame");
+                                        return true;
+                                }
+                                /* A response needs ours completed up to
+                                 * it (awaited); the peer's request waits
+                                 * for nothing of ours. */
+                                if (d->hold_acks &&
+                                    (d->rx.op == DTO_OP_SEND || d->rx.op == DTO_OP_WRITE))
+                                        d->acks_held |= d->peer_ack != acked;
+                                else
+                                        dto_rx_apply_acks(d, b);
                         }
-                        dto_rx_apply_acks(d, b);
                         if (d->state == DTO_RUNNING && small_request(d, b))
                                 break;
                         d->rx_state = d->rx.nseg ? DTO_RX_SEGS : DTO_RX_ACTION;

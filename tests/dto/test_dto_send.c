@@ -842,3 +842,163 @@ Test(DTO_SUITE(send), a_burst_completes_in_the_time_of_its_frames_while_the_targ
 {
         dto_run(NULL, timed_target, timed_sender, NULL);
 }
+
+/* ---- acknowledgements a poll held back ------------------------------------ */
+
+/* An application's poll that finds the peer's answer hands it over before
+ * it completes our requests the answer acknowledged (dto_engine.h,
+ * acks_held): they complete at the next poll, off the way to our next
+ * post.  Nothing may tell the difference: the client's Send 1 is answered,
+ * the acknowledgement in the answer's frame (each side froze the other's
+ * progress thread: only the applications' polls move the data paths, the
+ * server's answer goes right after the step that took Send 1, with no lone
+ * acknowledgement before it); the client takes the answer with
+ * dat_evd_dequeue, and then, without a look at its request EVD, ... */
+static void held_server(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        struct dto_frozen frozen;
+        pid_t client;
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_put_u64(s, (uint64_t)getpid());
+        client = (pid_t)dto_get_u64(s);
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_freeze_helpers(client, &frozen);
+        dto_barrier(s);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 1, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        /* Its completion is not waited for: the client may break the
+         * connection before it acknowledges the answer.  From here on the
+         * client thaws this side's progress thread, which takes the rest. */
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_barrier(s);
+        dto_thaw(&frozen);
+        dto_barrier(s);
+}
+
+/* The client's side up to the answer taken; Send 1 still unreaped. */
+static void held_client_start(struct dto_side *s, struct dto_frozen *server_frozen)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        pid_t server = (pid_t)dto_get_u64(s);
+        DAT_EVENT ev;
+
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_freeze_helpers(server, server_frozen);
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 2, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+}
+
+/* A completion of the client's requests, polled for (its progress thread
+ * is frozen: a dat_evd_wait would sleep on it). */
+static void held_client_expect(struct dto_side *s, uint64_t cookie,
+                               DAT_DTO_COMPLETION_STATUS status, DAT_DTOS op)
+{
+        DAT_EVENT ev = dto_poll_event(s->request_evd);
+
+        dto_check_dto(&ev, s->ep[0], cookie, status, DTO_ANY_LENGTH, op);
+}
+
+/* ... posts again on a queue of one request: Send 1 was acknowledged, its
+ * place is free (it was before acknowledgements could wait). */
+static void held_full_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        DAT_RMR_TRIPLET remote = dto_riov(&s->peer, 0, 64);
+        struct dto_frozen server_frozen;
+
+        (void)arg;
+        held_client_start(s, &server_frozen);
+        DTO_ASSERT_EQ(dat_ep_post_rdma_write(s->ep[0], 1, &out, dto_cookie(3), &remote,
+                                             DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_thaw(&server_frozen);
+        held_client_expect(s, 1, DAT_DTO_SUCCESS, DAT_DTO_SEND);
+        held_client_expect(s, 3, DAT_DTO_SUCCESS, DAT_DTO_RDMA_WRITE);
+        dto_barrier(s);
+        dto_barrier(s);
+}
+
+Test(DTO_SUITE(send), a_request_the_answer_acknowledged_leaves_its_place_in_the_queue)
+{
+        struct dto_config cfg = { .max_request_dtos = 1 };
+
+        dto_run(&cfg, held_server, held_full_client, NULL);
+}
+
+/* ... posts a Send longer than the transport allows, which ends the
+ * connection (DAT_DTO_ERR_LOCAL_LENGTH): Send 1 was acknowledged, it
+ * completes DAT_DTO_SUCCESS, not flushed. */
+static void held_break_client(struct dto_side *s, void *arg)
+{
+        DAT_VLEN big = (DAT_VLEN)s->ep_attr.max_message_size + 1;
+        struct dto_mem huge = dto_mem_new(s, DAT_HANDLE_NULL, big, DAT_MEM_PRIV_ALL_FLAG);
+        DAT_LMR_TRIPLET too_long = dto_iov(&huge, 0, big);
+        struct dto_frozen server_frozen;
+
+        (void)arg;
+        held_client_start(s, &server_frozen);
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &too_long, dto_cookie(3),
+                                       DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_thaw(&server_frozen);
+        held_client_expect(s, 1, DAT_DTO_SUCCESS, DAT_DTO_SEND);
+        held_client_expect(s, 3, DAT_DTO_ERR_LOCAL_LENGTH, DAT_DTO_SEND);
+        dto_barrier(s);
+        dto_barrier(s);
+        dto_mem_free(&huge);
+}
+
+Test(DTO_SUITE(send), a_request_the_answer_acknowledged_succeeds_when_the_connection_breaks_next)
+{
+        struct dto_config cfg = { .timeout_ms = 40000 };
+
+        dto_run(&cfg, held_server, held_break_client, NULL);
+}
+
+/* With one EVD for both (held back, the completion would come after the
+ * answer), the order stays what the wire said: Send 1's completion, then
+ * the answer. */
+static void held_shared_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        pid_t server = (pid_t)dto_get_u64(s);
+        struct dto_frozen server_frozen;
+        DAT_EVENT ev;
+
+        (void)arg;
+        DTO_ASSERT(s->request_evd == s->recv_evd);
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_freeze_helpers(server, &server_frozen);
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 1, DAT_DTO_SUCCESS, 64, DAT_DTO_SEND);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 2, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        dto_thaw(&server_frozen);
+        dto_barrier(s);
+        dto_barrier(s);
+}
+
+Test(DTO_SUITE(send), with_one_evd_a_request_completes_before_the_answer_that_acknowledged_it)
+{
+        struct dto_config cfg = { .shared_dto_evd = true };
+
+        dto_run(&cfg, held_server, held_shared_client, NULL);
+}
