@@ -24,7 +24,10 @@
  * - Requests complete in the order they were posted, on the request EVD;
  *   a Send or Write completes when the target has placed the data, a Read
  *   when its data arrived, an RMR bind in order after what was posted
- *   before it.  Receives complete in the order messages arrive.
+ *   before it.  Receives complete in the order messages arrive.  A
+ *   request the peer's answer acknowledged completes at the latest at the
+ *   poll after the one that took the answer, and before the answer on an
+ *   EVD that takes both (dto_engine.h, acks_held).
  * - Synchronous refusals (nothing posted): bad handle; EP neither
  *   Connected nor Disconnected (DAT_INVALID_STATE; dat_ep_post_recv is
  *   valid in every state); num_segments outside [0, max_*_iov] or a NULL
