@@ -714,6 +714,8 @@ _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS c
         if (close_flags != DAT_CLOSE_ABRUPT_FLAG && close_flags != DAT_CLOSE_GRACEFUL_FLAG)
                 return DAT_ERR_ARG(2);
         await_answer(ep);
+        /* Requests the peer acknowledged are not outstanding. */
+        dto_ep_take_acks(ep);
         dat_object_lock();
         s = ep->state;
         conn_id = ep->conn_id;

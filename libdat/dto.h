@@ -26,8 +26,9 @@
  *   when its data arrived, an RMR bind in order after what was posted
  *   before it.  Receives complete in the order messages arrive.  A
  *   request the peer's answer acknowledged completes at the latest at the
- *   poll after the one that took the answer, and before the answer on an
- *   EVD that takes both (dto_engine.h, acks_held).
+ *   poll after the poll of the receive EVD that took the answer (at once
+ *   when a thread sleeps on the request EVD or its CNO), and before the
+ *   answer on an EVD that takes both (dto_engine.h, acks_held).
  * - Synchronous refusals (nothing posted): bad handle; EP neither
  *   Connected nor Disconnected (DAT_INVALID_STATE; dat_ep_post_recv is
  *   valid in every state); num_segments outside [0, max_*_iov] or a NULL
@@ -208,6 +209,11 @@ void dto_ep_reset(struct ep *ep);
  * outstanding requests complete (the engine then calls
  * conn_finish_disconnect).  Abrupt: always true. */
 bool dto_ep_disconnect(struct ep *ep, bool graceful);
+
+/* Completes now the requests a poll's held-back acknowledgements cover
+ * (dto_engine.h, acks_held), for a caller that reads what is outstanding:
+ * dat_ep_disconnect (a graceful one waits for them), dat_ep_get_status. */
+void dto_ep_take_acks(struct ep *ep);
 
 /* dat_ep_free, first: from now on the data path makes no completion and
  * serves nothing (its connection is being aborted). */

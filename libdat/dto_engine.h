@@ -214,11 +214,14 @@ struct dto_ep {
          * it over without first completing ours, on the way to its answer
          * (dto_rx_apply_acks, about a quarter of the step), and its next
          * poll completes them, while the answer is in flight.  hold_acks:
-         * this step may (an application's poll, with our requests' and the
-         * peer's completions on different EVDs, acks_apart, so that no
-         * EVD's order changes); acks_held: some wait (work for the next
-         * step, dto_work_left; taken before anything that needs them: a
-         * response, a full queue, a direct Write, the end). */
+         * this step may (an application's poll of the receive EVD, with
+         * our requests' and the peer's completions on different EVDs,
+         * acks_apart, so that no EVD's order changes, and nobody asleep
+         * on the request EVD or its CNO: dto_ia.c, may_hold_acks);
+         * acks_held: some wait (work for the next step, dto_work_left;
+         * taken before anything that needs them: a response, a full
+         * queue, a direct Write, the end, a graceful disconnect or a
+         * status query, dto_ep_take_acks). */
         bool acks_apart, hold_acks, acks_held;
         uint64_t ask_idle_ns;
         /* The last frame taken was a lone acknowledgement: the peer had no

@@ -442,12 +442,8 @@ bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
         uint32_t owed_before = d->ack_owed;
 
         /* What the last step held back (acks_held), now. */
-        if (_unlikely_(d->acks_held)) {
+        if (_unlikely_(d->acks_held))
                 dto_rx_apply_acks(d, b);
-                moved = true;
-                if (d->state != DTO_RUNNING)
-                        return true;
-        }
         moved |= dto_tx_flush(d);
         if (d->state == DTO_RUNNING)
                 rx_moved = dto_rx_poll(d, b);
@@ -582,6 +578,10 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->ask_idle_ns = 0;
                 d->acks_may_wait = d->ch->ops->unsent != NULL;
                 d->acks_apart = d->ep->request_evd != d->ep->recv_evd;
+                /* Looked up now: holding acknowledgements back looks at
+                 * the request EVD's waiter and CNO (dto_ia.c). */
+                d->request_evd.handle = d->ep->request_evd;
+                d->request_evd.evd = evd_lookup(d->ep->request_evd);
                 d->hold_acks = d->acks_held = false;
                 d->peer_idle = false;
                 d->tx_next = d->resp_next = d->tail;
@@ -665,6 +665,23 @@ bool dto_ep_disconnect(struct ep *ep, bool graceful)
         }
         dat_unlock(&d->lock);
         return now;
+}
+
+void dto_ep_take_acks(struct ep *ep)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        struct dto_batch b;
+
+        /* Only this thread's own poll matters here (another thread's may
+         * hold at any moment): a look without the lock is enough. */
+        if (!d || !__atomic_load_n(&d->acks_held, __ATOMIC_RELAXED))
+                return;
+        DTO_BATCH_EMPTY(b);
+        dat_lock(&d->lock);
+        if (d->state == DTO_RUNNING && d->acks_held)
+                dto_rx_apply_acks(d, &b);
+        dat_unlock(&d->lock);
+        dto_finish(d, &b);
 }
 
 void dto_ep_reset(struct ep *ep)

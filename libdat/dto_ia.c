@@ -327,6 +327,24 @@ static struct dto_ep *slot_lookup(struct dto_ia *t, uint64_t key)
         return t->slots[slot].d;
 }
 
+/* May an application's poll of `polled` hold back what the peer's
+ * requests acknowledge of ours (dto_engine.h, acks_held)?  Only a poll of
+ * the EP's receive EVD, which takes the answer (one of its request EVD
+ * looks for those very completions), and not while its request EVD has a
+ * waiter or a CNO: a thread asleep there or in dat_cno_wait polls nothing,
+ * and would wait for the progress thread's grace. */
+static _always_inline_ bool may_hold_acks(const struct dto_ep *d, const struct evd *polled)
+{
+        const struct evd *req;
+
+        if (!d->acks_apart || polled->obj.handle != d->ep->recv_evd ||
+            d->request_evd.handle != d->ep->request_evd)
+                return false;
+        req = d->request_evd.evd;
+        return req && !__atomic_load_n(&req->waiter, __ATOMIC_RELAXED) &&
+               !__atomic_load_n(&req->cno, __ATOMIC_RELAXED);
+}
+
 /* One step on d for a thread holding the table's lock.  When d needs
  * finishing (dto_finish) *finish is set and d->users keeps d alive while
  * the caller does that after dropping the table's lock.  Inline, as
@@ -335,7 +353,8 @@ static struct dto_ep *slot_lookup(struct dto_ia *t, uint64_t key)
  * (raw_syscall.h), on every empty poll and on the way to every message. */
 static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock,
                                         bool peer_exited, bool first_record,
-                                        struct dto_batch *b, bool *finish)
+                                        const struct evd *polled, struct dto_batch *b,
+                                        bool *finish)
 {
         bool moved = false;
 
@@ -365,7 +384,7 @@ static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock,
                         uint64_t before = d->work_frames;
 
                         d->rx_one_record = first_record;
-                        d->hold_acks = !wait_for_lock && d->acks_apart;
+                        d->hold_acks = polled && may_hold_acks(d, polled);
                         dto_progress_locked(d, b);
                         d->rx_one_record = false;
                         d->hold_acks = false;
@@ -436,7 +455,8 @@ static uint32_t ask_readiness(struct dto_ia *t)
         return seq;
 }
 
-static _always_inline_ bool poll_all(struct dto_ia *t, bool wait, bool first_record)
+static _always_inline_ bool poll_all(struct dto_ia *t, bool wait, bool first_record,
+                                     const struct evd *polled)
 {
         struct dto_ep *failed[POLL_FAILED_MAX];
         struct dto_batch b;
@@ -469,7 +489,7 @@ static _always_inline_ bool poll_all(struct dto_ia *t, bool wait, bool first_rec
                  * plain store is enough (the progress thread only reads). */
                 if (!wait)
                         __atomic_store_n(&t->app_busy, t->app_busy + 1, __ATOMIC_RELAXED);
-                moved |= step_locked(d, wait, false, first_record, &b, &f);
+                moved |= step_locked(d, wait, false, first_record, polled, &b, &f);
                 if (!wait)
                         __atomic_store_n(&t->app_busy, t->app_busy - 1, __ATOMIC_RELAXED);
                 if (f)
@@ -489,7 +509,7 @@ bool dto_evd_poll(struct evd *evd, bool first_record)
 
         if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
                 return false;
-        moved = poll_all(&ia->dto, false, first_record);
+        moved = poll_all(&ia->dto, false, first_record, evd);
         /* The progress thread only needs to know that someone polled
          * lately (APP_POLL_GRACE_NS): the count moves after every poll
          * that found work and every 64th empty one.  Empty polls alone
@@ -620,7 +640,7 @@ static bool on_slot_event(struct dto_ia *t, uint64_t key, uint32_t events)
                         d->ch->ops->disarm(d->ch);
                 }
                 dat_unlock(&d->lock);
-                moved = step_locked(d, true, false, false, &b, &finish);
+                moved = step_locked(d, true, false, false, NULL, &b, &finish);
         }
         dat_unlock(&t->lock);
         evd_deferred_run(&b.deferred);
@@ -684,7 +704,7 @@ static bool on_peer_exit(struct dto_ia *t, uint64_t key)
                                 break;
                         }
                         d->peer_exit_pending = false;
-                        moved |= step_locked(d, true, true, false, &b, &finish);
+                        moved |= step_locked(d, true, true, false, NULL, &b, &finish);
                         if (finish)
                                 ended[n++] = d;
                 }
@@ -893,7 +913,7 @@ bool dto_ia_run(struct ia *ia, int datd_fd, int stop_fd, bool (*on_datd)(void *)
                 /* A kick, a deadline, spinning, or work found while arming:
                  * everyone. */
                 if (all)
-                        moved |= poll_all(t, true, false);
+                        moved |= poll_all(t, true, false, NULL);
                 if (moved) {
                         prev_work = last_work;
                         last_work = dto_now_ns();

@@ -612,6 +612,8 @@ _public_ DAT_RETURN dat_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *ep_
 
         if (!ep)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+        /* Requests the peer acknowledged are not outstanding. */
+        dto_ep_take_acks(ep);
         dat_object_lock();
         if (ep_state)
                 *ep_state = ep->state;

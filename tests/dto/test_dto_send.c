@@ -1002,3 +1002,107 @@ Test(DTO_SUITE(send), with_one_evd_a_request_completes_before_the_answer_that_ac
 
         dto_run(&cfg, held_server, held_shared_client, NULL);
 }
+
+/* ... reads its status and disconnects gracefully: Send 1 was
+ * acknowledged, nothing is outstanding (request_idle), and the EP is
+ * Disconnected at once, not Disconnect Pending. */
+static void held_disconnect_client(struct dto_side *s, void *arg)
+{
+        struct dto_frozen server_frozen;
+        DAT_BOOLEAN request_idle = DAT_FALSE;
+        DAT_EP_STATE state;
+
+        (void)arg;
+        held_client_start(s, &server_frozen);
+        DTO_ASSERT_EQ(dat_ep_get_status(s->ep[0], NULL, NULL, &request_idle), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_ep_disconnect(s->ep[0], DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_ep_get_status(s->ep[0], &state, NULL, NULL), DAT_SUCCESS);
+        dto_thaw(&server_frozen);
+        DTO_ASSERTF(request_idle == DAT_TRUE, "a request the answer acknowledged is outstanding");
+        DTO_ASSERTF(state == DAT_EP_STATE_DISCONNECTED, "state %d after a graceful disconnect with "
+                    "nothing outstanding", (int)state);
+        held_client_expect(s, 1, DAT_DTO_SUCCESS, DAT_DTO_SEND);
+        dto_expect_conn_event(s, DAT_CONNECTION_EVENT_DISCONNECTED);
+        dto_barrier(s);
+        dto_barrier(s);
+}
+
+Test(DTO_SUITE(send), a_request_the_answer_acknowledged_is_not_outstanding_for_a_disconnect)
+{
+        dto_run(NULL, held_server, held_disconnect_client, NULL);
+}
+
+/* ... with a second thread asleep in dat_evd_wait on the request EVD
+ * since before the answer: the poll that takes the answer wakes it with
+ * Send 1's completion (held back, only the progress thread, frozen here,
+ * or a grace of milliseconds would have). */
+static void held_waiter_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        pid_t server = (pid_t)dto_get_u64(s);
+        struct dto_frozen server_frozen;
+        struct dto_waiter w;
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_freeze_helpers(server, &server_frozen);
+        dto_barrier(s);
+        dto_waiter_start(&w, s->request_evd, 1, 3 * 1000 * 1000);
+        usleep(50 * 1000); /* past its spinning, asleep */
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 2, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        dto_waiter_join(&w);
+        dto_thaw(&server_frozen);
+        DTO_ASSERT_EQ(w.ret, DAT_SUCCESS);
+        dto_check_dto(&w.event, s->ep[0], 1, DAT_DTO_SUCCESS, 64, DAT_DTO_SEND);
+        dto_barrier(s);
+        dto_barrier(s);
+}
+
+Test(DTO_SUITE(send), a_request_the_answer_acknowledged_wakes_a_thread_waiting_for_it)
+{
+        dto_run(NULL, held_server, held_waiter_client, NULL);
+}
+
+#if DTO_TRANSPORT == DTO_SHM
+/* ... polls its request EVD (the answer already in the ring: on shm the
+ * server's post put it there before the barrier): the poll that takes the
+ * answer returns Send 1's completion, the one it looks for. */
+static void held_request_poll_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        pid_t server = (pid_t)dto_get_u64(s);
+        struct dto_frozen server_frozen;
+        DAT_RETURN first;
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_freeze_helpers(server, &server_frozen);
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_barrier(s); /* the server posted its answer */
+        first = dat_evd_dequeue(s->request_evd, &ev);
+        dto_thaw(&server_frozen);
+        DTO_ASSERTF(first == DAT_SUCCESS, "the poll that took the answer returned 0x%x", first);
+        dto_check_dto(&ev, s->ep[0], 1, DAT_DTO_SUCCESS, 64, DAT_DTO_SEND);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 2, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        dto_barrier(s);
+}
+
+Test(DTO_SUITE(send), a_poll_of_the_request_evd_that_takes_the_answer_returns_the_acknowledged)
+{
+        dto_run(NULL, held_server, held_request_poll_client, NULL);
+}
+#endif
