@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "libdat/datd_object.h"
+#include "libdat/dto.h"
 #include "libdat/evd.h"
 #include "libdat/evd_wait.h"
 #include "libdat/ia.h"
@@ -273,6 +274,9 @@ static DAT_RETURN cno_wait_locked(struct cno *cno, const struct dat_deadline *de
                         return DAT_ERR(DAT_INTERRUPTED_CALL, DAT_NO_SUBTYPE);
                 seen = cno->wake_seq;
                 pthread_mutex_unlock(&cno->lock);
+                /* Nobody may be watching the channels whose completions
+                 * would trigger us (an application polled a moment ago). */
+                dto_ia_sleep_prepare(dat_container_of(cno->obj.parent, struct ia, obj));
                 r = dat_word_sleep(&cno->wake_seq, seen, deadline);
                 pthread_mutex_lock(&cno->lock);
         }

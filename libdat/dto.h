@@ -26,9 +26,15 @@
  *   when its data arrived, an RMR bind in order after what was posted
  *   before it.  Receives complete in the order messages arrive.  A
  *   request the peer's answer acknowledged completes at the latest at the
- *   poll after the poll of the receive EVD that took the answer (at once
- *   when a thread sleeps on the request EVD or its CNO), and before the
- *   answer on an EVD that takes both (dto_engine.h, acks_held).
+ *   next poll of the data paths (a dequeue or wait that finds its EVD
+ *   empty, a post that needs it, a graceful disconnect, a status query)
+ *   after the poll of the receive EVD that took the answer, or when the
+ *   progress thread takes the channels back; at once when a thread sleeps
+ *   on the request EVD or its CNO, or a graceful disconnect waits; and
+ *   before the answer on an EVD that takes both (dto_engine.h,
+ *   acks_held).  dat_ep_disconnect and dat_ep_get_status may so complete
+ *   requests, and run a CNO's proxy agent, in the caller's thread, as a
+ *   post may.
  * - Synchronous refusals (nothing posted): bad handle; EP neither
  *   Connected nor Disconnected (DAT_INVALID_STATE; dat_ep_post_recv is
  *   valid in every state); num_segments outside [0, max_*_iov] or a NULL
@@ -277,8 +283,13 @@ DAT_RETURN dto_post_ext(DAT_EP_HANDLE ep_handle, const struct dto_ext_post *p);
 void dto_ext_event(DAT_EVENT *event, enum dto_ext_kind kind, bool receive, uint32_t immed);
 
 /* An application thread that polled the EVD's data paths is about to
- * sleep in dat_evd_wait: the progress thread must watch the channels. */
+ * sleep in dat_evd_wait: the progress thread must watch the channels (and
+ * take what a poll held back, dto_engine.h acks_held). */
 void dto_evd_sleep_prepare(struct evd *evd);
+/* The same for a thread about to sleep in dat_cno_wait, whose EVDs are the
+ * IA's: it polled nothing, and the progress thread may be leaving the
+ * channels to an application that polled a moment ago. */
+void dto_ia_sleep_prepare(struct ia *ia);
 
 /* An application thread about to find an EVD empty: moves the data paths
  * of the EVD's IA along (non-blocking).  Returns whether it did any work.

@@ -582,6 +582,8 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                  * the request EVD's waiter and CNO (dto_ia.c). */
                 d->request_evd.handle = d->ep->request_evd;
                 d->request_evd.evd = evd_lookup(d->ep->request_evd);
+                d->recv_evd.handle = d->ep->recv_evd;
+                d->recv_evd.evd = evd_lookup(d->ep->recv_evd);
                 d->hold_acks = d->acks_held = false;
                 d->peer_idle = false;
                 d->tx_next = d->resp_next = d->tail;
@@ -654,16 +656,25 @@ bool dto_ep_stop(struct ep *ep)
 bool dto_ep_disconnect(struct ep *ep, bool graceful)
 {
         struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
-        bool now = true;
+        struct dto_batch b;
+        bool now = true, finish;
 
         if (!d || !graceful)
                 return true;
+        DTO_BATCH_EMPTY(b);
         dat_lock(&d->lock);
+        /* What another thread's poll held back since dto_ep_take_acks is
+         * not outstanding either. */
+        if (d->state == DTO_RUNNING && d->acks_held)
+                dto_rx_apply_acks(d, &b);
         if (d->state == DTO_RUNNING && d->head != d->tail) {
                 d->graceful_pending = true;
                 now = false;
         }
+        finish = b.deferred.n_notice || b.deferred.n_overflowed;
         dat_unlock(&d->lock);
+        if (finish)
+                evd_deferred_run(&b.deferred);
         return now;
 }
 
@@ -676,12 +687,16 @@ void dto_ep_take_acks(struct ep *ep)
          * hold at any moment): a look without the lock is enough. */
         if (!d || !__atomic_load_n(&d->acks_held, __ATOMIC_RELAXED))
                 return;
+        bool finish;
+
         DTO_BATCH_EMPTY(b);
         dat_lock(&d->lock);
         if (d->state == DTO_RUNNING && d->acks_held)
                 dto_rx_apply_acks(d, &b);
+        finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
         dat_unlock(&d->lock);
-        dto_finish(d, &b);
+        if (finish)
+                dto_finish(d, &b);
 }
 
 void dto_ep_reset(struct ep *ep)

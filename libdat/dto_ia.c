@@ -330,18 +330,19 @@ static struct dto_ep *slot_lookup(struct dto_ia *t, uint64_t key)
 /* May an application's poll of `polled` hold back what the peer's
  * requests acknowledge of ours (dto_engine.h, acks_held)?  Only a poll of
  * the EP's receive EVD, which takes the answer (one of its request EVD
- * looks for those very completions), and not while its request EVD has a
- * waiter or a CNO: a thread asleep there or in dat_cno_wait polls nothing,
- * and would wait for the progress thread's grace. */
+ * looks for those very completions); not while its request EVD has a
+ * waiter or a CNO (a thread asleep there or in dat_cno_wait polls nothing,
+ * and would wait for the progress thread's grace), nor while a graceful
+ * disconnect waits for the requests (its application may wait for the
+ * connection's end without a poll of the data paths).  Both EVDs were
+ * looked up when the data path started (they cannot change while it
+ * runs). */
 static _always_inline_ bool may_hold_acks(const struct dto_ep *d, const struct evd *polled)
 {
-        const struct evd *req;
+        const struct evd *req = d->request_evd.evd;
 
-        if (!d->acks_apart || polled->obj.handle != d->ep->recv_evd ||
-            d->request_evd.handle != d->ep->request_evd)
-                return false;
-        req = d->request_evd.evd;
-        return req && !__atomic_load_n(&req->waiter, __ATOMIC_RELAXED) &&
+        return d->acks_apart && polled->obj.handle == d->recv_evd.handle && req &&
+               !d->graceful_pending && !__atomic_load_n(&req->waiter, __ATOMIC_RELAXED) &&
                !__atomic_load_n(&req->cno, __ATOMIC_RELAXED);
 }
 
@@ -387,6 +388,10 @@ static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock,
                         d->hold_acks = polled && may_hold_acks(d, polled);
                         dto_progress_locked(d, b);
                         d->rx_one_record = false;
+                        /* A thread that began to wait meanwhile may have
+                         * found the table's lock taken by this step. */
+                        if (_unlikely_(d->acks_held) && !may_hold_acks(d, polled))
+                                dto_rx_apply_acks(d, b);
                         d->hold_acks = false;
                         moved = d->work_frames != before;
                 }
@@ -533,8 +538,11 @@ bool dto_evd_poll(struct evd *evd, bool first_record)
 
 void dto_evd_sleep_prepare(struct evd *evd)
 {
-        struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
+        dto_ia_sleep_prepare(dat_container_of(evd->obj.parent, struct ia, obj));
+}
 
+void dto_ia_sleep_prepare(struct ia *ia)
+{
         if (!ia->dto.initialized || __atomic_load_n(&ia->dto.n_used, __ATOMIC_RELAXED) == 0)
                 return;
         __atomic_store_n(&ia->dto.app_asleep, true, __ATOMIC_SEQ_CST);

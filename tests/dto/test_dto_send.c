@@ -1106,3 +1106,47 @@ Test(DTO_SUITE(send), a_poll_of_the_request_evd_that_takes_the_answer_returns_th
         dto_run(NULL, held_server, held_request_poll_client, NULL);
 }
 #endif
+
+/* ... had asked for a graceful disconnect while Send 1 was outstanding,
+ * then takes the answer: the disconnect goes on in that poll (an
+ * application waiting for the connection's end may poll no data path:
+ * here it only reads the EP's state with dat_ep_query). */
+static void held_pending_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        pid_t server = (pid_t)dto_get_u64(s);
+        struct dto_frozen server_frozen;
+        DAT_EP_STATE state = DAT_EP_STATE_DISCONNECT_PENDING;
+        DAT_EP_PARAM param;
+        double deadline;
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_freeze_helpers(server, &server_frozen);
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_ep_disconnect(s->ep[0], DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 2, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        deadline = dto_wall_seconds() + 2;
+        while (state != DAT_EP_STATE_DISCONNECTED && dto_wall_seconds() < deadline) {
+                DTO_ASSERT_EQ(dat_ep_query(s->ep[0], DAT_EP_FIELD_EP_STATE, &param), DAT_SUCCESS);
+                state = param.ep_state;
+        }
+        dto_thaw(&server_frozen);
+        DTO_ASSERTF(state == DAT_EP_STATE_DISCONNECTED, "state %d: the graceful disconnect waits",
+                    (int)state);
+        held_client_expect(s, 1, DAT_DTO_SUCCESS, DAT_DTO_SEND);
+        dto_barrier(s);
+        dto_barrier(s);
+}
+
+Test(DTO_SUITE(send), a_graceful_disconnect_goes_on_in_the_poll_that_takes_the_last_acknowledgement)
+{
+        dto_run(NULL, held_server, held_pending_client, NULL);
+}
