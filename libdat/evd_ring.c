@@ -206,6 +206,38 @@ DAT_RETURN evd_post(struct evd *evd, const DAT_EVENT *event, bool notify)
         return ret;
 }
 
+/* The event a dat_evd_dequeue that found its EVD empty waits for, handed
+ * to it straight from the data path its poll moves (dto_evd_poll), rather
+ * than queued and taken back: a ping-pong's every message saves the
+ * ring's push and pop and two takings of the EVD's lock, on the way from
+ * its arrival to the answer.  Only the first event for that EVD in that
+ * poll, only while nothing is queued there (an older event is returned
+ * first: the data path's lock, held by the poll, orders every event of
+ * its EP before it, and events of other EPs are as concurrent as the
+ * polls that made them), nobody waits on the EVD (dat_evd_dequeue is
+ * refused then) and, for a notification, it has no CNO (the event would
+ * trigger it: the same dequeue then takes it from the ring).  Per thread:
+ * only the poll's own thread posts here.  initial-exec: no
+ * __tls_get_addr call on every post. */
+static __thread struct evd_handoff {
+        const struct evd *evd;          /* the EVD being dequeued, NULL: none */
+        DAT_EVENT *out;                 /* where its event goes */
+        bool taken;
+} handoff __attribute__((tls_model("initial-exec")));
+
+static _always_inline_ bool handed_off(struct evd *evd, const DAT_EVENT *event, bool notify)
+{
+        if (_likely_(handoff.evd != evd) || handoff.taken ||
+            __atomic_load_n(&evd->count, __ATOMIC_RELAXED) != 0 ||
+            __atomic_load_n(&evd->waiter, __ATOMIC_RELAXED) ||
+            (notify && __atomic_load_n(&evd->cno, __ATOMIC_RELAXED)))
+                return false;
+        *handoff.out = *event;
+        handoff.out->evd_handle = evd->obj.handle;
+        handoff.taken = true;
+        return true;
+}
+
 DAT_RETURN evd_post_deferred(struct evd *evd, const DAT_EVENT *event, bool notify,
                              struct evd_deferred *d)
 {
@@ -213,6 +245,8 @@ DAT_RETURN evd_post_deferred(struct evd *evd, const DAT_EVENT *event, bool notif
         bool overflow_news = false;
         DAT_RETURN ret;
 
+        if (handed_off(evd, event, notify))
+                return DAT_SUCCESS;
         ret = ring_push(evd, event, notify, false, &overflow_news, &notice);
         if (notice.agent.proxy_agent_func) {
                 if (d->n_notice < EVD_DEFERRED_MAX)
@@ -307,8 +341,15 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
         if (__atomic_load_n(&evd->count, __ATOMIC_RELAXED) == 0) {
                 bool completions = fed_by_data_paths(evd);
 
-                if (completions)
+                if (completions) {
+                        handoff = (struct evd_handoff){ .evd = evd, .out = event };
                         (void)dto_evd_poll(evd, true);
+                        handoff.evd = NULL;
+                        if (handoff.taken) {
+                                dto_event_reaped(event);
+                                return DAT_SUCCESS;
+                        }
+                }
                 /* Still nothing: a polling consumer's common case costs no
                  * lock (an event queued meanwhile is taken next time). */
                 if (__atomic_load_n(&evd->count, __ATOMIC_ACQUIRE) == 0 &&

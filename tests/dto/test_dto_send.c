@@ -1150,3 +1150,101 @@ Test(DTO_SUITE(send), a_graceful_disconnect_goes_on_in_the_poll_that_takes_the_l
 {
         dto_run(NULL, held_server, held_pending_client, NULL);
 }
+
+/* ---- an event handed to the dequeue that waits for it --------------------- */
+
+/* A dat_evd_dequeue that finds its EVD empty takes the event its poll
+ * makes straight, without the ring (libdat/evd_ring.c, handoff) -- never
+ * where the ring would do more than hold it.  The client posts a receive,
+ * the server (which froze the client's progress thread: only the client's
+ * application polls) sends once the client is ready, and ... */
+static void handoff_server(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        pid_t client = (pid_t)dto_get_u64(s);
+        struct dto_frozen frozen;
+
+        (void)arg;
+        dto_freeze_helpers(client, &frozen);
+        dto_barrier(s);
+        dto_barrier(s); /* the client is ready */
+        /* Its completion is not waited for: only the client's application
+         * could acknowledge it, and it polls no more once it has it. */
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_barrier(s);
+        dto_thaw(&frozen);
+        dto_barrier(s);
+}
+
+static void handoff_client_start(struct dto_side *s)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_barrier(s);
+}
+
+/* ... the receive EVD feeds a CNO: the message triggers it, though the
+ * dequeue that made the event takes it at once (dat_evd_modify_cno(3DAT):
+ * the EVD's notification events trigger its CNO). */
+static void handoff_cno_client(struct dto_side *s, void *arg)
+{
+        DAT_CNO_HANDLE cno;
+        DAT_EVD_HANDLE triggered = DAT_HANDLE_NULL;
+        DAT_EVENT ev;
+
+        (void)arg;
+        handoff_client_start(s);
+        DTO_ASSERT_EQ(dat_cno_create(s->ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_evd_modify_cno(s->recv_evd, cno), DAT_SUCCESS);
+        dto_barrier(s);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 1, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        DTO_ASSERT_EQ(dat_cno_wait(cno, 0, &triggered), DAT_SUCCESS);
+        DTO_ASSERT(triggered == s->recv_evd);
+        dto_barrier(s);
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_evd_modify_cno(s->recv_evd, DAT_HANDLE_NULL), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+}
+
+Test(DTO_SUITE(send), an_event_a_dequeue_takes_at_once_still_triggers_the_cno_of_its_evd)
+{
+        dto_run(NULL, handoff_server, handoff_cno_client, NULL);
+}
+
+/* ... a second thread waits on the receive EVD: the dequeues polling
+ * meanwhile are refused (dat_evd_dequeue(3DAT): DAT_INVALID_STATE while a
+ * waiter owns the EVD), and the waiter gets the message. */
+static void handoff_waiter_client(struct dto_side *s, void *arg)
+{
+        struct dto_waiter w;
+        double deadline;
+
+        (void)arg;
+        handoff_client_start(s);
+        dto_waiter_start(&w, s->recv_evd, 1, 3 * 1000 * 1000);
+        usleep(50 * 1000); /* past its spinning, asleep: our polls take the message */
+        dto_barrier(s);
+        deadline = dto_wall_seconds() + 2;
+        while (!atomic_load(&w.done) && dto_wall_seconds() < deadline) {
+                DAT_EVENT ev;
+                DAT_RETURN r = dat_evd_dequeue(s->recv_evd, &ev);
+
+                /* Refused while the waiter owns the EVD, empty after. */
+                DTO_ASSERTF(r != DAT_SUCCESS, "a dequeue beside a waiter took the event");
+        }
+        dto_waiter_join(&w);
+        DTO_ASSERT_EQ(w.ret, DAT_SUCCESS);
+        dto_check_dto(&w.event, s->ep[0], 1, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        dto_barrier(s);
+        dto_barrier(s);
+}
+
+Test(DTO_SUITE(send), a_dequeue_beside_a_waiter_takes_no_event_its_poll_makes)
+{
+        dto_run(NULL, handoff_server, handoff_waiter_client, NULL);
+}
