@@ -154,6 +154,14 @@ static DAT_RETURN cno_publish(struct ia *ia, struct cno *cno)
         return datd_object_register(ia, &desc, &cno->datd_id);
 }
 
+bool cno_agents_seen;
+
+static void note_agent(const DAT_OS_WAIT_PROXY_AGENT *agent)
+{
+        if (!agent_is_null(agent))
+                __atomic_store_n(&cno_agents_seen, true, __ATOMIC_RELAXED);
+}
+
 /* dat_cno_create(3DAT): no EVDs, no waiters, at most one agent. */
 _public_ DAT_RETURN dat_cno_create(DAT_IA_HANDLE ia_handle, DAT_OS_WAIT_PROXY_AGENT agent,
                                    DAT_CNO_HANDLE *cno_handle)
@@ -172,6 +180,7 @@ _public_ DAT_RETURN dat_cno_create(DAT_IA_HANDLE ia_handle, DAT_OS_WAIT_PROXY_AG
         if (!cno)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         pthread_mutex_init(&cno->lock, NULL);
+        note_agent(&agent);
         cno->agent = agent;
         ret = dat_object_init(&cno->obj, &cno_ops, &ia->obj);
         if (ret == DAT_SUCCESS)
@@ -193,6 +202,7 @@ _public_ DAT_RETURN dat_cno_modify_agent(DAT_CNO_HANDLE cno_handle, DAT_OS_WAIT_
                 return dat_invalid_handle(DAT_HANDLE_TYPE_CNO);
         if (!agent_is_valid(&agent))
                 return DAT_ERR_ARG(2);
+        note_agent(&agent);
         pthread_mutex_lock(&cno->lock);
         cno->agent = agent_is_null(&agent) ? DAT_OS_WAIT_PROXY_AGENT_NULL : agent;
         pthread_mutex_unlock(&cno->lock);

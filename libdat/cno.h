@@ -48,6 +48,13 @@ void cno_trigger(struct cno *cno, DAT_EVD_HANDLE evd, struct cno_notice *notice)
 /* Calls the agent a trigger handed out, if any.  No lock may be held. */
 void cno_notice_run(const struct cno_notice *notice);
 
+/* Whether this process ever gave a CNO a proxy agent (dat_cno_create,
+ * dat_cno_modify_agent).  An agent is the consumer's code run inside
+ * libdat's calls, a dat_evd_dequeue's poll among them, where it may
+ * dequeue itself: the dequeue that takes its event straight from its poll
+ * (evd_ring.c, handoff) is not done then.  Set once, never cleared. */
+extern bool cno_agents_seen;
+
 /* The last EVD attached to the CNO left (freed or moved elsewhere): its
  * current waiters return with a NULL EVD handle (dat_cno_wait(3DAT)). */
 void cno_release_waiters(struct cno *cno);

@@ -217,7 +217,10 @@ DAT_RETURN evd_post(struct evd *evd, const DAT_EVENT *event, bool notify)
  * polls that made them), nobody waits on the EVD (dat_evd_dequeue is
  * refused then) and, for a notification, it has no CNO (the event would
  * trigger it: the same dequeue then takes it from the ring).  Per thread:
- * only the poll's own thread posts here.  initial-exec: no
+ * only the poll's own thread posts here.  Never in a process that gave a
+ * CNO a proxy agent (cno_agents_seen): the agent runs inside the poll, on
+ * this thread, and a dequeue of its own would find the parked event
+ * missing from its EVD, or take a newer one first.  initial-exec: no
  * __tls_get_addr call on every post. */
 static __thread struct evd_handoff {
         const struct evd *evd;          /* the EVD being dequeued, NULL: none */
@@ -341,7 +344,7 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
         if (__atomic_load_n(&evd->count, __ATOMIC_RELAXED) == 0) {
                 bool completions = fed_by_data_paths(evd);
 
-                if (completions) {
+                if (completions && !__atomic_load_n(&cno_agents_seen, __ATOMIC_RELAXED)) {
                         handoff = (struct evd_handoff){ .evd = evd, .out = event };
                         (void)dto_evd_poll(evd, true);
                         handoff.evd = NULL;
@@ -349,6 +352,8 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                                 dto_event_reaped(event);
                                 return DAT_SUCCESS;
                         }
+                } else if (completions) {
+                        (void)dto_evd_poll(evd, true);
                 }
                 /* Still nothing: a polling consumer's common case costs no
                  * lock (an event queued meanwhile is taken next time). */

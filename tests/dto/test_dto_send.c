@@ -1248,3 +1248,83 @@ Test(DTO_SUITE(send), a_dequeue_beside_a_waiter_takes_no_event_its_poll_makes)
 {
         dto_run(NULL, handoff_server, handoff_waiter_client, NULL);
 }
+
+/* ... the request EVD feeds a CNO whose proxy agent dequeues that EVD
+ * (an agent is the consumer's code, run inside libdat's calls: here inside
+ * the client's dequeue of its receive EVD, whose poll completes Send 1 and
+ * makes the receive's event): the receive's event still comes, and the
+ * agent got Send 1's. */
+struct draining_agent {
+        DAT_EVD_HANDLE evd;
+        unsigned calls, events;
+        uint64_t cookie;
+};
+
+static void drain_evd(DAT_PVOID instance_data, DAT_EVD_HANDLE evd)
+{
+        struct draining_agent *a = instance_data;
+        DAT_EVENT ev;
+
+        (void)evd;
+        a->calls++;
+        while (dat_evd_dequeue(a->evd, &ev) == DAT_SUCCESS) {
+                a->events++;
+                a->cookie = ev.event_data.dto_completion_event_data.user_cookie.as_64;
+        }
+}
+
+static void handoff_agent_server(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        pid_t client = (pid_t)dto_get_u64(s);
+        struct dto_frozen frozen;
+        DAT_EVENT ev;
+
+        (void)arg;
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_freeze_helpers(client, &frozen);
+        dto_barrier(s);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 1, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_barrier(s);
+        dto_thaw(&frozen);
+        dto_barrier(s);
+}
+
+static void handoff_agent_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET in = dto_iov(&s->mem, s->mem.len / 2, 64);
+        DAT_LMR_TRIPLET out = dto_iov(&s->mem, 0, 64);
+        struct draining_agent agent = { .evd = s->request_evd };
+        DAT_OS_WAIT_PROXY_AGENT proxy = { .instance_data = &agent, .proxy_agent_func = drain_evd };
+        DAT_CNO_HANDLE cno;
+        DAT_EVENT ev;
+
+        (void)arg;
+        dto_put_u64(s, (uint64_t)getpid());
+        DTO_ASSERT_EQ(dat_cno_create(s->ia, proxy, &cno), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_evd_modify_cno(s->request_evd, cno), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_ep_post_recv(s->ep[0], 1, &in, dto_cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_ep_post_send(s->ep[0], 1, &out, dto_cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+                      DAT_SUCCESS);
+        ev = dto_poll_event(s->recv_evd);
+        dto_check_dto(&ev, s->ep[0], 2, DAT_DTO_SUCCESS, 64, DAT_DTO_RECEIVE);
+        DTO_ASSERT_EQ(agent.calls, 1u);
+        DTO_ASSERT_EQ(agent.events, 1u);
+        DTO_ASSERT_EQ(agent.cookie, 1u);
+        dto_barrier(s);
+        dto_barrier(s);
+        DTO_ASSERT_EQ(dat_evd_modify_cno(s->request_evd, DAT_HANDLE_NULL), DAT_SUCCESS);
+        DTO_ASSERT_EQ(dat_cno_free(cno), DAT_SUCCESS);
+}
+
+Test(DTO_SUITE(send), an_agent_that_dequeues_inside_a_poll_loses_no_event_of_it)
+{
+        dto_run(NULL, handoff_agent_server, handoff_agent_client, NULL);
+}
