@@ -389,8 +389,9 @@ static _always_inline_ bool step_locked(struct dto_ep *d, bool wait_for_lock,
                         dto_progress_locked(d, b);
                         d->rx_one_record = false;
                         /* A thread that began to wait meanwhile may have
-                         * found the table's lock taken by this step. */
-                        if (_unlikely_(d->acks_held) && !may_hold_acks(d, polled))
+                         * found the table's lock taken by this step.  (Only
+                         * an application's poll holds: polled is set.) */
+                        if (_unlikely_(d->acks_held) && (!polled || !may_hold_acks(d, polled)))
                                 dto_rx_apply_acks(d, b);
                         d->hold_acks = false;
                         moved = d->work_frames != before;
