@@ -215,14 +215,14 @@ struct dto_ep {
          * (dto_rx_apply_acks, about a quarter of the step), and its next
          * poll completes them, while the answer is in flight.  hold_acks:
          * this step may (an application's poll of the receive EVD, with
-         * our requests' and the peer's completions on different EVDs,
-         * acks_apart, so that no EVD's order changes, and nobody asleep
-         * on the request EVD or its CNO: dto_ia.c, may_hold_acks);
+         * our requests' and the peer's completions on different EVDs, so
+         * that no EVD's order changes, and nobody asleep on the request
+         * EVD or its CNO: dto_ia.c, may_hold_acks);
          * acks_held: some wait (work for the next step, dto_work_left;
          * taken before anything that needs them: a response, a full
          * queue, a direct Write, the end, a graceful disconnect or a
          * status query, dto_ep_take_acks). */
-        bool acks_apart, hold_acks, acks_held;
+        bool hold_acks, acks_held;
         uint64_t ask_idle_ns;
         /* The last frame taken was a lone acknowledgement: the peer had no
          * request to carry it, so it waits rather than answers, and what
@@ -521,6 +521,15 @@ static _always_inline_ bool dto_work_left(const struct dto_ep *d)
 /* Completes our Sends and Writes the peer's cumulative acknowledgement
  * covers, in order (those held back too: acks_held is cleared). */
 void dto_rx_apply_acks(struct dto_ep *d, struct dto_batch *b);
+
+/* Takes what a poll held back (acks_held), on a running data path: for
+ * whatever needs our requests completed up to the peer's acknowledgement.
+ * Under lock. */
+static inline void dto_take_held_acks(struct dto_ep *d, struct dto_batch *b)
+{
+        if (_unlikely_(d->acks_held) && d->state == DTO_RUNNING)
+                dto_rx_apply_acks(d, b);
+}
 
 /* A Send waiting for a receive gets one now, or fails once its deadline
  * passed. */

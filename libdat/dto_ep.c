@@ -343,8 +343,7 @@ void dto_fail(struct dto_ep *d, const char *why)
         /* The batch cannot be returned from here: completions go into a
          * local one whose CNO notices run when the caller's does.  What
          * the peer acknowledged succeeded, held back or not. */
-        if (d->acks_held)
-                dto_rx_apply_acks(d, &d->fail_batch);
+        dto_take_held_acks(d, &d->fail_batch);
         flush_all(d, &d->fail_batch);
         d->state = DTO_DEAD;
         d->broken = true;
@@ -441,9 +440,8 @@ bool dto_progress_locked(struct dto_ep *d, struct dto_batch *b)
         bool rx_moved = false;
         uint32_t owed_before = d->ack_owed;
 
-        /* What the last step held back (acks_held), now. */
-        if (_unlikely_(d->acks_held))
-                dto_rx_apply_acks(d, b);
+        /* What the last step held back, now. */
+        dto_take_held_acks(d, b);
         moved |= dto_tx_flush(d);
         if (d->state == DTO_RUNNING)
                 rx_moved = dto_rx_poll(d, b);
@@ -577,7 +575,6 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->ask_due = false;
                 d->ask_idle_ns = 0;
                 d->acks_may_wait = d->ch->ops->unsent != NULL;
-                d->acks_apart = d->ep->request_evd != d->ep->recv_evd;
                 /* Looked up now: holding acknowledgements back looks at
                  * the request EVD's waiter and CNO (dto_ia.c). */
                 d->request_evd.handle = d->ep->request_evd;
@@ -665,12 +662,13 @@ bool dto_ep_disconnect(struct ep *ep, bool graceful)
         dat_lock(&d->lock);
         /* What another thread's poll held back since dto_ep_take_acks is
          * not outstanding either. */
-        if (d->state == DTO_RUNNING && d->acks_held)
-                dto_rx_apply_acks(d, &b);
+        dto_take_held_acks(d, &b);
         if (d->state == DTO_RUNNING && d->head != d->tail) {
                 d->graceful_pending = true;
                 now = false;
         }
+        /* Only the notices of those completions: whatever else is left
+         * to finish is the connection code's, which called us. */
         finish = b.deferred.n_notice || b.deferred.n_overflowed;
         dat_unlock(&d->lock);
         if (finish)
@@ -682,17 +680,15 @@ void dto_ep_take_acks(struct ep *ep)
 {
         struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
         struct dto_batch b;
+        bool finish;
 
         /* Only this thread's own poll matters here (another thread's may
          * hold at any moment): a look without the lock is enough. */
         if (!d || !__atomic_load_n(&d->acks_held, __ATOMIC_RELAXED))
                 return;
-        bool finish;
-
         DTO_BATCH_EMPTY(b);
         dat_lock(&d->lock);
-        if (d->state == DTO_RUNNING && d->acks_held)
-                dto_rx_apply_acks(d, &b);
+        dto_take_held_acks(d, &b);
         finish = dto_needs_finish(d) || b.deferred.n_notice || b.deferred.n_overflowed;
         dat_unlock(&d->lock);
         if (finish)

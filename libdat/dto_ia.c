@@ -341,7 +341,8 @@ static _always_inline_ bool may_hold_acks(const struct dto_ep *d, const struct e
 {
         const struct evd *req = d->request_evd.evd;
 
-        return d->acks_apart && polled->obj.handle == d->recv_evd.handle && req &&
+        return polled->obj.handle == d->recv_evd.handle &&
+               d->request_evd.handle != d->recv_evd.handle && req &&
                !d->graceful_pending && !__atomic_load_n(&req->waiter, __ATOMIC_RELAXED) &&
                !__atomic_load_n(&req->cno, __ATOMIC_RELAXED);
 }

@@ -229,16 +229,22 @@ static _always_inline_ DAT_RETURN enqueue_request(struct dto_ep *d, const struct
  * the target: a Write through the channel still on its way could land
  * after this one and undo it, and completions go in posting order.  True
  * when done; false, nothing done, when it goes through the channel.
- * For a Write (the caller checked), under lock, running. */
-static _always_inline_ bool write_direct(struct dto_ep *d, const struct post_args *a, uint64_t length)
+ * For a Write (the caller checked), under lock, running; completions of
+ * what held acknowledgements cover go into b. */
+static _always_inline_ bool write_direct(struct dto_ep *d, const struct post_args *a, uint64_t length,
+                                         struct dto_batch *b)
 {
         struct iovec iov[DTO_MAX_SEGS];
         int n = 0;
 
+        if (!d->ch->direct || !shm_direct_imports_any(d->ch->direct) || a->ext)
+                return false;
+        /* What a poll held back (dto_engine.h) may be all that is
+         * outstanding. */
+        dto_take_held_acks(d, b);
         /* An empty queue has room for it (enqueue_request must not refuse
          * a Write already made). */
-        if (!d->ch->direct || !shm_direct_imports_any(d->ch->direct) || a->ext ||
-            d->head != d->tail || (uint32_t)a->n > d->req_iov_max || length > SHM_DIRECT_WRITE_MAX)
+        if (d->head != d->tail || (uint32_t)a->n > d->req_iov_max || length > SHM_DIRECT_WRITE_MAX)
                 return false;
         for (DAT_COUNT i = 0; i < a->n; i++)
                 if (a->iov[i].segment_length > 0)
@@ -308,14 +314,11 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
          * request is flushed at once, in order. */
         if (d->state != DTO_RUNNING)
                 local = DAT_DTO_ERR_FLUSHED;
-        /* Acknowledgements a poll held back (dto_engine.h) free the queue
-         * and let a direct Write go (nothing outstanding): taken now when
-         * either is wanted, else by the next poll. */
-        else if (_unlikely_(d->acks_held) &&
-                 (d->tail - d->head >= d->req_cap ||
-                  (a->kind == DTO_REQ_WRITE && d->ch->direct && shm_direct_imports_any(d->ch->direct))))
-                dto_rx_apply_acks(d, &b);
-        if (a->kind == DTO_REQ_WRITE && local == DAT_DTO_SUCCESS && write_direct(d, a, length)) {
+        /* Acknowledgements a poll held back (dto_engine.h) may free the
+         * queue: taken now when it is full, else by the next poll. */
+        else if (d->tail - d->head >= d->req_cap)
+                dto_take_held_acks(d, &b);
+        if (a->kind == DTO_REQ_WRITE && local == DAT_DTO_SUCCESS && write_direct(d, a, length, &b)) {
                 /* In place already: done at once.  Nothing was queued
                  * before it: nothing is left to write or to answer. */
                 ret = enqueue_request(d, a, length, DAT_DTO_SUCCESS, true);
@@ -501,8 +504,7 @@ DAT_RETURN dto_post_bind(struct ep *ep, struct rmr *rmr, DAT_LMR_HANDLE lmr_hand
         dat_lock(&d->lock);
         /* Acknowledgements a poll held back (dto_engine.h) free the queue,
          * and the bind completes after them. */
-        if (d->acks_held && d->state == DTO_RUNNING)
-                dto_rx_apply_acks(d, &b);
+        dto_take_held_acks(d, &b);
         if (d->tail - d->head >= d->req_cap)
                 ret = DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
         else if (rmr->has_pending)

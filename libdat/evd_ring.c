@@ -344,16 +344,16 @@ _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
         if (__atomic_load_n(&evd->count, __ATOMIC_RELAXED) == 0) {
                 bool completions = fed_by_data_paths(evd);
 
-                if (completions && !__atomic_load_n(&cno_agents_seen, __ATOMIC_RELAXED)) {
-                        handoff = (struct evd_handoff){ .evd = evd, .out = event };
+                if (completions) {
+                        bool agents = __atomic_load_n(&cno_agents_seen, __ATOMIC_RELAXED);
+
+                        handoff = (struct evd_handoff){ .evd = agents ? NULL : evd, .out = event };
                         (void)dto_evd_poll(evd, true);
                         handoff.evd = NULL;
                         if (handoff.taken) {
                                 dto_event_reaped(event);
                                 return DAT_SUCCESS;
                         }
-                } else if (completions) {
-                        (void)dto_evd_poll(evd, true);
                 }
                 /* Still nothing: a polling consumer's common case costs no
                  * lock (an event queued meanwhile is taken next time). */
