@@ -26,6 +26,7 @@
 #include "libdat/dto.h"
 #include "libdat/evd.h"
 #include "libdat/evd_wait.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 
 /* The largest DAT_CNO_PARAM_MASK: every value the enum can or together. */
@@ -166,6 +167,7 @@ static void note_agent(const DAT_OS_WAIT_PROXY_AGENT *agent)
 _public_ DAT_RETURN dat_cno_create(DAT_IA_HANDLE ia_handle, DAT_OS_WAIT_PROXY_AGENT agent,
                                    DAT_CNO_HANDLE *cno_handle)
 {
+        FOREIGN_DISPATCH_IA(ia_handle, cno_create_func, agent, cno_handle);
         struct ia *ia = ia_lookup(ia_handle);
         struct cno *cno;
         DAT_RETURN ret;
@@ -196,6 +198,7 @@ _public_ DAT_RETURN dat_cno_create(DAT_IA_HANDLE ia_handle, DAT_OS_WAIT_PROXY_AG
 /* dat_cno_modify_agent(3DAT): DAT_OS_WAIT_PROXY_AGENT_NULL disassociates. */
 _public_ DAT_RETURN dat_cno_modify_agent(DAT_CNO_HANDLE cno_handle, DAT_OS_WAIT_PROXY_AGENT agent)
 {
+        FOREIGN_DISPATCH(cno_handle, cno_modify_agent_func, cno_handle, agent);
         struct cno *cno = cno_lookup(cno_handle);
 
         if (!cno)
@@ -213,6 +216,7 @@ _public_ DAT_RETURN dat_cno_modify_agent(DAT_CNO_HANDLE cno_handle, DAT_OS_WAIT_
 _public_ DAT_RETURN dat_cno_query(DAT_CNO_HANDLE cno_handle, DAT_CNO_PARAM_MASK cno_param_mask,
                                   DAT_CNO_PARAM *cno_param)
 {
+        FOREIGN_DISPATCH(cno_handle, cno_query_func, cno_handle, cno_param_mask, cno_param);
         struct cno *cno = cno_lookup(cno_handle);
 
         if (!cno)
@@ -237,6 +241,7 @@ _public_ DAT_RETURN dat_cno_query(DAT_CNO_HANDLE cno_handle, DAT_CNO_PARAM_MASK 
 /* dat_cno_free(3DAT): not while an EVD references it or a thread waits. */
 _public_ DAT_RETURN dat_cno_free(DAT_CNO_HANDLE cno_handle)
 {
+        FOREIGN_DISPATCH(cno_handle, cno_free_func, cno_handle);
         struct cno *cno = cno_lookup(cno_handle);
         DAT_RETURN ret = DAT_SUCCESS;
 
@@ -296,6 +301,7 @@ static DAT_RETURN cno_wait_locked(struct cno *cno, const struct dat_deadline *de
 _public_ DAT_RETURN dat_cno_wait(DAT_CNO_HANDLE cno_handle, DAT_TIMEOUT timeout,
                                  DAT_EVD_HANDLE *evd_handle)
 {
+        FOREIGN_DISPATCH(cno_handle, cno_wait_func, cno_handle, timeout, evd_handle);
         struct cno *cno = cno_lookup(cno_handle);
         struct dat_deadline deadline;
         DAT_EVD_HANDLE evd;

@@ -50,6 +50,7 @@
 #include "libdat/ep.h"
 #include "libdat/ep_events.h"
 #include "libdat/evd.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 
 DAT_RETURN conn_check_private_data(const struct ia *ia, DAT_COUNT size, const void *data,
@@ -628,6 +629,9 @@ _public_ DAT_RETURN dat_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR r
                                    DAT_COUNT private_data_size, const DAT_PVOID private_data,
                                    DAT_QOS quality_of_service, DAT_CONNECT_FLAGS connect_flags)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_connect_func, ep_handle, remote_ia_address, remote_conn_qual,
+                         timeout, private_data_size, private_data, quality_of_service,
+                         connect_flags);
         struct ep *ep = ep_lookup(ep_handle);
         struct connect_args a = { .conn_qual = remote_conn_qual, .timeout = timeout,
                                   .pd_size = private_data_size, .pd = private_data,
@@ -664,6 +668,10 @@ _public_ DAT_RETURN dat_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE du
                                        DAT_TIMEOUT timeout, DAT_COUNT private_data_size,
                                        const DAT_PVOID private_data, DAT_QOS quality_of_service)
 {
+        FOREIGN_DISPATCH_GUARDED(ep_handle,
+                                 foreign_no_libdat_handles(1, dup_ep_handle, DAT_INVALID_HANDLE_EP),
+                                 ep_dup_connect_func, ep_handle, dup_ep_handle, timeout,
+                                 private_data_size, private_data, quality_of_service);
         struct ep *ep = ep_lookup(ep_handle);
         struct ep *dup = ep_lookup(dup_ep_handle);
         struct connect_args a = { .timeout = timeout, .pd_size = private_data_size,
@@ -702,6 +710,7 @@ _public_ DAT_RETURN dat_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE du
 /* dat_ep_disconnect(3DAT) */
 _public_ DAT_RETURN dat_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS close_flags)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_disconnect_func, ep_handle, close_flags);
         struct ep *ep = ep_lookup(ep_handle);
         bool graceful = close_flags == DAT_CLOSE_GRACEFUL_FLAG;
         DAT_EVD_HANDLE evd_handle = DAT_HANDLE_NULL;

@@ -33,6 +33,7 @@
 
 #include "libdat/ep.h"
 #include "libdat/evd.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 
 static void cr_destroy(struct dat_object *obj);
@@ -254,6 +255,7 @@ void cr_dispatch(struct ia *ia, const struct datp_ev_conn_request *ev)
 _public_ DAT_RETURN dat_cr_query(DAT_CR_HANDLE cr_handle, DAT_CR_PARAM_MASK cr_param_mask,
                                  DAT_CR_PARAM *cr_param)
 {
+        FOREIGN_DISPATCH(cr_handle, cr_query_func, cr_handle, cr_param_mask, cr_param);
         struct cr *cr = cr_lookup(cr_handle);
 
         if (!cr)
@@ -414,6 +416,10 @@ static void accept_answered(void *ctx, DAT_RETURN ret, const union datp_message 
 _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
                                   DAT_COUNT private_data_size, const DAT_PVOID private_data)
 {
+        FOREIGN_DISPATCH_GUARDED(cr_handle,
+                                 foreign_no_libdat_handles(1, ep_handle, DAT_INVALID_HANDLE_EP),
+                                 cr_accept_func, cr_handle, ep_handle, private_data_size,
+                                 private_data);
         struct datp_cr_accept req = { .hdr = { .type = DATP_CR_ACCEPT, .length = sizeof(req) } };
         struct cr *cr = NULL;
         struct ep *ep;
@@ -496,6 +502,7 @@ static DAT_RETURN cr_finish(struct cr *cr, struct datp_header *req)
 _public_ DAT_RETURN dat_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT private_data_size,
                                   const DAT_PVOID private_data)
 {
+        FOREIGN_DISPATCH(cr_handle, cr_reject_func, cr_handle, private_data_size, private_data);
         struct datp_cr_reject req = { .hdr = { .type = DATP_CR_REJECT, .length = sizeof(req) } };
         struct cr *cr = NULL;
         DAT_RETURN ret;
@@ -515,6 +522,7 @@ _public_ DAT_RETURN dat_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT private_dat
  * on the same IA (its refusal passes through); the CR is gone here. */
 _public_ DAT_RETURN dat_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL handoff)
 {
+        FOREIGN_DISPATCH(cr_handle, cr_handoff_func, cr_handle, handoff);
         struct datp_cr_handoff req = { .hdr = { .type = DATP_CR_HANDOFF, .length = sizeof(req) } };
         struct cr *cr = NULL;
         DAT_RETURN ret = cr_claim(cr_handle, &cr);

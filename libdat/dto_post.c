@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "libdat/ep.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 #include "libdat/lmr.h"
 #include "libdat/mem_ctx.h"
@@ -354,6 +355,8 @@ _public_ DAT_RETURN dat_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                                      DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
                                      DAT_COMPLETION_FLAGS completion_flags)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_post_send_func, ep_handle, num_segments, local_iov,
+                         user_cookie, completion_flags);
         struct post_args a = { .kind = DTO_REQ_SEND, .n = num_segments, .iov = local_iov,
                                .cookie = user_cookie, .flags = completion_flags,
                                .flags_arg = 5 };
@@ -378,6 +381,8 @@ _public_ DAT_RETURN dat_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT nu
                                            const DAT_RMR_TRIPLET *remote_iov,
                                            DAT_COMPLETION_FLAGS completion_flags)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_post_rdma_write_func, ep_handle, num_segments, local_iov,
+                         user_cookie, remote_iov, completion_flags);
         return post_rdma(ep_handle, DTO_REQ_WRITE, num_segments, local_iov, user_cookie,
                          remote_iov, completion_flags);
 }
@@ -387,6 +392,8 @@ _public_ DAT_RETURN dat_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT num
                                           const DAT_RMR_TRIPLET *remote_iov,
                                           DAT_COMPLETION_FLAGS completion_flags)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_post_rdma_read_func, ep_handle, num_segments, local_iov,
+                         user_cookie, remote_iov, completion_flags);
         return post_rdma(ep_handle, DTO_REQ_READ, num_segments, local_iov, user_cookie,
                          remote_iov, completion_flags);
 }
@@ -423,6 +430,8 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                                      DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
                                      DAT_COMPLETION_FLAGS completion_flags)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_post_recv_func, ep_handle, num_segments, local_iov,
+                         user_cookie, completion_flags);
         struct ep *ep = ep_lookup(ep_handle);
         struct dto_batch b;
         struct dto_recv *r;

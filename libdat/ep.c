@@ -43,6 +43,7 @@
 #include "libdat/ep_events.h"
 #include "libdat/evd.h"
 #include "libdat/evd_wait.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 #include "libdat/pz.h"
 #include "libdat/srq.h"
@@ -422,6 +423,13 @@ _public_ DAT_RETURN dat_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_hand
                                   DAT_EVD_HANDLE connect_evd_handle,
                                   const DAT_EP_ATTR *ep_attributes, DAT_EP_HANDLE *ep_handle)
 {
+        FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
+                                    foreign_no_libdat_handles(4, pz_handle, DAT_INVALID_HANDLE_PZ,
+                                                              recv_evd_handle, DAT_INVALID_HANDLE_EVD_RECV,
+                                                              request_evd_handle, DAT_INVALID_HANDLE_EVD_REQUEST,
+                                                              connect_evd_handle, DAT_INVALID_HANDLE_EVD_CONN),
+                                    ep_create_func, pz_handle, recv_evd_handle, request_evd_handle,
+                                    connect_evd_handle, ep_attributes, ep_handle);
         const struct ep_create_args a = {
                 ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle,
                 DAT_HANDLE_NULL, ep_attributes, 6,
@@ -439,6 +447,15 @@ _public_ DAT_RETURN dat_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDL
                                            const DAT_EP_ATTR *ep_attributes,
                                            DAT_EP_HANDLE *ep_handle)
 {
+        FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
+                                    foreign_no_libdat_handles(5, pz_handle, DAT_INVALID_HANDLE_PZ,
+                                                              recv_evd_handle, DAT_INVALID_HANDLE_EVD_RECV,
+                                                              request_evd_handle, DAT_INVALID_HANDLE_EVD_REQUEST,
+                                                              connect_evd_handle, DAT_INVALID_HANDLE_EVD_CONN,
+                                                              srq_handle, DAT_INVALID_HANDLE_SRQ),
+                                    ep_create_with_srq_func, pz_handle, recv_evd_handle,
+                                    request_evd_handle, connect_evd_handle, srq_handle,
+                                    ep_attributes, ep_handle);
         const struct ep_create_args a = {
                 ia_handle, pz_handle, recv_evd_handle, request_evd_handle, connect_evd_handle,
                 srq_handle, ep_attributes, 7,
@@ -593,6 +610,7 @@ void ep_fill_param(const struct ep *ep, DAT_EP_PARAM *param)
 _public_ DAT_RETURN dat_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_param_mask,
                                  DAT_EP_PARAM *ep_param)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_query_func, ep_handle, ep_param_mask, ep_param);
         struct ep *ep;
         DAT_RETURN ret = ep_param_call(ep_handle, ep_param_mask, ep_param, &ep);
 
@@ -608,6 +626,8 @@ _public_ DAT_RETURN dat_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_p
 _public_ DAT_RETURN dat_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *ep_state,
                                       DAT_BOOLEAN *recv_idle, DAT_BOOLEAN *request_idle)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_get_status_func, ep_handle, ep_state, recv_idle,
+                         request_idle);
         struct ep *ep = ep_lookup(ep_handle);
 
         if (!ep)
@@ -633,6 +653,7 @@ _public_ DAT_RETURN dat_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *ep_
 _public_ DAT_RETURN dat_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs_allocated,
                                       DAT_COUNT *bufs_alloc_span)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_recv_query_func, ep_handle, nbufs_allocated, bufs_alloc_span);
         struct ep *ep = ep_lookup(ep_handle);
         DAT_COUNT n;
 
@@ -710,6 +731,8 @@ void ep_watermark_events(const struct ep *ep, unsigned *soft, unsigned *hard)
 _public_ DAT_RETURN dat_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_high_watermark,
                                          DAT_COUNT hard_high_watermark)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_set_watermark_func, ep_handle, soft_high_watermark,
+                         hard_high_watermark);
         struct ep *ep = ep_lookup(ep_handle);
 
         if (!ep)
@@ -743,6 +766,7 @@ static bool is_unconnected(DAT_EP_STATE s)
  * this EP makes next. */
 _public_ DAT_RETURN dat_ep_reset(DAT_EP_HANDLE ep_handle)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_reset_func, ep_handle);
         struct ep *ep = ep_lookup(ep_handle);
         DAT_EP_STATE state;
 
@@ -804,6 +828,7 @@ void ep_unpin(struct ep *ep)
 
 _public_ DAT_RETURN dat_ep_free(DAT_EP_HANDLE ep_handle)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_free_func, ep_handle);
         struct ep *ep = ep_lookup(ep_handle);
         DAT_EP_STATE state;
         struct srq *srq;

@@ -27,6 +27,7 @@
 #include "libdat/ep_attr.h"
 #include "libdat/ep_events.h"
 #include "libdat/evd.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 #include "libdat/pz.h"
 #include "libdat/srq.h"
@@ -303,6 +304,7 @@ static DAT_RETURN commit(struct ep *ep, const DAT_EP_PARAM *cur, const DAT_EP_PA
 _public_ DAT_RETURN dat_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_param_mask,
                                   const DAT_EP_PARAM *ep_param)
 {
+        FOREIGN_DISPATCH(ep_handle, ep_modify_func, ep_handle, ep_param_mask, ep_param);
         DAT_EP_PARAM cur, want;
         DAT_COUNT recvs;
         struct ep *ep;

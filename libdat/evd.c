@@ -29,6 +29,7 @@
 #include "libdat/cno.h"
 #include "libdat/datd_object.h"
 #include "libdat/evd_wait.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 
 /* The async EVD dat_ia_open makes for a queue length of 0 still gets this. */
@@ -239,6 +240,10 @@ _public_ DAT_RETURN dat_evd_create(DAT_IA_HANDLE ia_handle, DAT_COUNT evd_min_ql
                                    DAT_CNO_HANDLE cno_handle, DAT_EVD_FLAGS evd_flags,
                                    DAT_EVD_HANDLE *evd_handle)
 {
+        FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
+                                    foreign_no_libdat_handles(1, cno_handle, DAT_INVALID_HANDLE_CNO),
+                                    evd_create_func, evd_min_qlen, cno_handle, evd_flags,
+                                    evd_handle);
         struct ia *ia = ia_lookup(ia_handle);
         struct evd *evd;
         struct cno *cno;
@@ -304,6 +309,7 @@ static DAT_RETURN evd_claim_for_free_locked(struct evd *evd)
 /* dat_evd_free(3DAT): the queued events are lost. */
 _public_ DAT_RETURN dat_evd_free(DAT_EVD_HANDLE evd_handle)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_free_func, evd_handle);
         struct evd *evd = evd_lookup(evd_handle);
         DAT_RETURN ret;
 
@@ -339,6 +345,7 @@ static DAT_EVD_STATE evd_state_locked(const struct evd *evd)
 _public_ DAT_RETURN dat_evd_query(DAT_EVD_HANDLE evd_handle, DAT_EVD_PARAM_MASK evd_param_mask,
                                   DAT_EVD_PARAM *evd_param)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_query_func, evd_handle, evd_param_mask, evd_param);
         struct evd *evd = evd_lookup(evd_handle);
 
         if (!evd)
@@ -360,6 +367,7 @@ _public_ DAT_RETURN dat_evd_query(DAT_EVD_HANDLE evd_handle, DAT_EVD_PARAM_MASK 
 /* dat_evd_resize(3DAT): never loses a queued event; keeps their order. */
 _public_ DAT_RETURN dat_evd_resize(DAT_EVD_HANDLE evd_handle, DAT_COUNT evd_min_qlen)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_resize_func, evd_handle, evd_min_qlen);
         struct evd *evd = evd_lookup(evd_handle);
         struct datp_obj_desc desc = { .kind = DATP_OBJ_EVD };
         struct ia *ia;
@@ -385,6 +393,9 @@ _public_ DAT_RETURN dat_evd_resize(DAT_EVD_HANDLE evd_handle, DAT_COUNT evd_min_
 /* dat_evd_modify_cno(3DAT): DAT_HANDLE_NULL detaches. */
 _public_ DAT_RETURN dat_evd_modify_cno(DAT_EVD_HANDLE evd_handle, DAT_CNO_HANDLE cno_handle)
 {
+        FOREIGN_DISPATCH_GUARDED(evd_handle,
+                                 foreign_no_libdat_handles(1, cno_handle, DAT_INVALID_HANDLE_CNO),
+                                 evd_modify_cno_func, evd_handle, cno_handle);
         struct evd *evd = evd_lookup(evd_handle);
         struct cno *cno;
         DAT_RETURN ret;
@@ -430,6 +441,7 @@ static DAT_RETURN evd_set_switch(DAT_EVD_HANDLE evd_handle, enum evd_switch whic
 /* dat_evd_enable(3DAT): arrivals may trigger the CNO again; no-op if enabled. */
 _public_ DAT_RETURN dat_evd_enable(DAT_EVD_HANDLE evd_handle)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_enable_func, evd_handle);
         return evd_set_switch(evd_handle, EVD_SWITCH_ENABLED, true);
 }
 
@@ -437,6 +449,7 @@ _public_ DAT_RETURN dat_evd_enable(DAT_EVD_HANDLE evd_handle)
  * are not affected. */
 _public_ DAT_RETURN dat_evd_disable(DAT_EVD_HANDLE evd_handle)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_disable_func, evd_handle);
         return evd_set_switch(evd_handle, EVD_SWITCH_ENABLED, false);
 }
 
@@ -444,11 +457,13 @@ _public_ DAT_RETURN dat_evd_disable(DAT_EVD_HANDLE evd_handle)
  * thread already waiting is woken to return it. */
 _public_ DAT_RETURN dat_evd_set_unwaitable(DAT_EVD_HANDLE evd_handle)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_set_unwaitable_func, evd_handle);
         return evd_set_switch(evd_handle, EVD_SWITCH_UNWAITABLE, true);
 }
 
 /* dat_evd_clear_unwaitable(3DAT) */
 _public_ DAT_RETURN dat_evd_clear_unwaitable(DAT_EVD_HANDLE evd_handle)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_clear_unwaitable_func, evd_handle);
         return evd_set_switch(evd_handle, EVD_SWITCH_UNWAITABLE, false);
 }

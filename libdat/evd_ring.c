@@ -40,6 +40,7 @@
 #include "libdat/datd_conn.h"
 #include "libdat/dto.h"
 #include "libdat/evd_wait.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 #include "libdat/progress.h"
 
@@ -290,6 +291,7 @@ DAT_RETURN evd_post_event(struct evd *evd, const DAT_EVENT *event)
  * and the consumer's pointer are taken. */
 _public_ DAT_RETURN dat_evd_post_se(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *event)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_post_se_func, evd_handle, event);
         struct evd *evd = evd_lookup(evd_handle);
         struct cno_notice notice = { .evd = DAT_HANDLE_NULL };
         DAT_EVENT copy = { .event_number = DAT_SOFTWARE_EVENT };
@@ -327,6 +329,7 @@ static inline bool fed_by_data_paths(const struct evd *evd)
 /* dat_evd_dequeue(3DAT) */
 _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_dequeue_func, evd_handle, event);
         struct evd *evd = evd_lookup(evd_handle);
         DAT_RETURN ret = DAT_SUCCESS;
 
@@ -648,6 +651,8 @@ static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_
 _public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
                                  DAT_COUNT threshold, DAT_EVENT *event, DAT_COUNT *n_more_events)
 {
+        FOREIGN_DISPATCH(evd_handle, evd_wait_func, evd_handle, timeout, threshold, event,
+                         n_more_events);
         struct evd *evd = evd_lookup(evd_handle);
         struct dat_deadline deadline;
         DAT_RETURN ret;

@@ -41,6 +41,7 @@
 #include <dat2/dat_ib_extensions.h>
 
 #include "libdat/dto.h"
+#include "libdat/foreign.h"
 #include "libdat/handle.h"
 
 /* The positions of the local and the remote buffer in an atomic's macro
@@ -151,9 +152,17 @@ static bool ib_op_defined(int op)
 
 _public_ DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP operation, ...)
 {
+        const DAT_PROVIDER *foreign_p;
+        DAT_HANDLE foreign_h;
         DAT_RETURN ret;
         va_list ap;
 
+        if (foreign_ia(handle, &foreign_p, &foreign_h)) {
+                va_start(ap, operation);
+                ret = FOREIGN_CALL(foreign_p, handle_extendedop_func, foreign_h, operation, ap);
+                va_end(ap);
+                return ret;
+        }
         /* The generic entry point's own rule first: a handle no object has
          * is DAT_INVALID_HANDLE1 whatever the operation (its arguments are
          * not read); only dat_ib_open_query takes none. */

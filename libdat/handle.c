@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libdat/foreign.h"
+
 /* handle_table.h: atomic pointers, written under table_lock. */
 struct handle_slot *dat_handle_chunks[HANDLE_MAX_CHUNKS];
 static uint32_t n_slots;                       /* slots in allocated chunks */
@@ -229,6 +231,7 @@ void dat_object_destroy_children(struct dat_object *parent)
 /* dat_get_handle_type(3DAT) */
 _public_ DAT_RETURN dat_get_handle_type(DAT_HANDLE dat_handle, DAT_HANDLE_TYPE *handle_type)
 {
+        FOREIGN_DISPATCH_IA(dat_handle, get_handle_type_func, handle_type);
         struct dat_object *obj = dat_object_lookup_any(dat_handle);
 
         /* Any kind of handle is acceptable here, so the subtype names the
@@ -244,6 +247,7 @@ _public_ DAT_RETURN dat_get_handle_type(DAT_HANDLE dat_handle, DAT_HANDLE_TYPE *
 /* dat_set_consumer_context(3DAT) */
 _public_ DAT_RETURN dat_set_consumer_context(DAT_HANDLE dat_handle, DAT_CONTEXT context)
 {
+        FOREIGN_DISPATCH_IA(dat_handle, set_consumer_context_func, context);
         struct dat_object *obj = dat_object_lookup_any(dat_handle);
         uint64_t v = 0;
 
@@ -258,6 +262,7 @@ _public_ DAT_RETURN dat_set_consumer_context(DAT_HANDLE dat_handle, DAT_CONTEXT 
 /* dat_get_consumer_context(3DAT) */
 _public_ DAT_RETURN dat_get_consumer_context(DAT_HANDLE dat_handle, DAT_CONTEXT *context)
 {
+        FOREIGN_DISPATCH_IA(dat_handle, get_consumer_context_func, context);
         struct dat_object *obj = dat_object_lookup_any(dat_handle);
         uint64_t v;
 

@@ -3,9 +3,12 @@
  * is in ia_query.c.
  *
  * Error codes where the man pages leave room (all with DAT_CLASS_ERROR):
- * - name not in dat.conf, or only under another provider's library:
- *   DAT_PROVIDER_NOT_FOUND | DAT_NAME_NOT_REGISTERED (this library loads no
- *   other provider, and does not list such entries either);
+ * - a name another provider registered (provider_registry.h), or one
+ *   dat.conf gives to another provider library, which is loaded for it:
+ *   opened through that provider (foreign.h), with its answer;
+ * - name neither registered nor in dat.conf, or its library cannot be
+ *   loaded, has no dat_provider_init, or registers no such name:
+ *   DAT_PROVIDER_NOT_FOUND | DAT_NAME_NOT_REGISTERED;
  * - no entry with the major / a minor >= / the thread safety asked:
  *   DAT_PROVIDER_NOT_FOUND | DAT_MAJOR_NOT_FOUND / DAT_MINOR_NOT_FOUND /
  *   DAT_THREAD_SAFETY_NOT_FOUND, the subtypes dat_error.h has for this;
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libdat/foreign.h"
 #include "libdat/progress.h"
 #include "libdat/registry.h"
 #include "libdat/shm_keep.h"
@@ -116,8 +120,9 @@ static DAT_RETURN ia_borrow_async_evd(struct ia *ia, DAT_EVD_HANDLE handle)
 }
 
 /* Finds the dat.conf entry for the name and writes datd's IA name. */
+/* The dat.conf entry for the name (a copy: the file's table is freed). */
 static DAT_RETURN lookup_registry(const char *name, DAT_UINT32 major, DAT_UINT32 minor,
-                                  bool thread_safe, char datd_name[DATP_NAME_MAX])
+                                  bool thread_safe, struct dat_conf_entry *found)
 {
         const struct dat_conf_entry *entry;
         struct dat_conf conf;
@@ -128,7 +133,7 @@ static DAT_RETURN lookup_registry(const char *name, DAT_UINT32 major, DAT_UINT32
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         ret = dat_conf_find(&conf, name, major, minor, thread_safe, &entry, why, sizeof(why));
         if (ret == DAT_SUCCESS)
-                dat_conf_entry_datd_name(entry, datd_name, DATP_NAME_MAX);
+                *found = *entry;
         else
                 dat_trace("dat_ia_open(\"%s\"): %s", name, why);
         dat_conf_free(&conf);
@@ -147,7 +152,7 @@ static DAT_RETURN open_in_datd(struct ia *ia, const char *datd_name)
         if (ret != DAT_SUCCESS)
                 goto fail;
         if (datp_set_string(req.ia_name, sizeof(req.ia_name), datd_name) < 0) {
-                snprintf(why, sizeof(why), "datd IA name \"%s\" too long", datd_name);
+                snprintf(why, sizeof(why), "datd IA name \"%.100s...\" too long", datd_name);
                 ret = DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED);
                 goto fail;
         }
@@ -156,7 +161,7 @@ static DAT_RETURN open_in_datd(struct ia *ia, const char *datd_name)
                 goto fail;
         if (reply.ia_open_reply.status.dat_status != DAT_SUCCESS) {
                 ret = dat_err_normalize(reply.ia_open_reply.status.dat_status);
-                snprintf(why, sizeof(why), "datd at %s refused IA \"%s\" (0x%08x%s%s)",
+                snprintf(why, sizeof(why), "datd at %s refused IA \"%.100s\" (0x%08x%s%s)",
                          ia->conn.socket_path, datd_name, ret,
                          reply.ia_open_reply.status.sys_errno ? ", " : "",
                          reply.ia_open_reply.status.sys_errno
@@ -167,7 +172,7 @@ static DAT_RETURN open_in_datd(struct ia *ia, const char *datd_name)
         ia->info = reply.ia_open_reply.info;
         ia->caps = transport_caps_find(ia->info.transport);
         if (!ia->caps) {
-                snprintf(why, sizeof(why), "datd's IA \"%s\" uses transport \"%s\", which this "
+                snprintf(why, sizeof(why), "datd's IA \"%.100s\" uses transport \"%s\", which this "
                          "libdat does not have", datd_name, ia->info.transport);
                 ret = DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NO_SUBTYPE);
                 goto fail;
@@ -213,6 +218,7 @@ _public_ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_evd_ql
                                  DAT_BOOLEAN thread_safety)
 {
         char datd_name[DATP_NAME_MAX];
+        struct dat_conf_entry entry;
         DAT_EVD_HANDLE evd_in;
         struct ia *ia;
         DAT_RETURN ret;
@@ -227,15 +233,26 @@ _public_ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_evd_ql
         /* The queue length matters only when the provider creates the EVD. */
         if (evd_in == DAT_HANDLE_NULL && async_evd_qlen < 0)
                 return DAT_ERR_ARG(2);
+        /* A name another provider registered goes to it (foreign.h). */
+        if (provider_registry_used()) {
+                ret = foreign_ia_open(name, NULL, async_evd_qlen, async_evd_handle, ia_handle,
+                                      dat_major, dat_minor, thread_safety != DAT_FALSE);
+                if (ret != DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED))
+                        return ret;
+        }
+        ret = lookup_registry(name, dat_major, dat_minor, thread_safety != DAT_FALSE, &entry);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        if (!dat_conf_entry_is_ours(&entry))
+                return foreign_ia_open(name, &entry, async_evd_qlen, async_evd_handle, ia_handle,
+                                       dat_major, dat_minor, thread_safety != DAT_FALSE);
         ret = check_consumer_async_evd(evd_in, name);
         if (ret != DAT_SUCCESS) {
                 dat_trace("dat_ia_open(\"%s\"): the async EVD passed in is not an async EVD of "
                           "an open \"%s\" IA", name, name);
                 return ret;
         }
-        ret = lookup_registry(name, dat_major, dat_minor, thread_safety != DAT_FALSE, datd_name);
-        if (ret != DAT_SUCCESS)
-                return ret;
+        dat_conf_entry_datd_name(&entry, datd_name, sizeof(datd_name));
         ret = ia_new(name, datd_name, &ia);
         if (ret != DAT_SUCCESS)
                 return ret;
@@ -278,7 +295,11 @@ _public_ DAT_RETURN dat_ia_close(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS close_
         char why[DATD_REASON_MAX];
         struct ia *ia = ia_lookup(ia_handle);
         unsigned consumer_children;
+        const DAT_PROVIDER *p;
+        DAT_IA_HANDLE provider_ia;
 
+        if (!ia && foreign_ia(ia_handle, &p, &provider_ia))
+                return foreign_ia_close(ia_handle, close_flags);
         if (!ia)
                 return dat_invalid_handle(DAT_HANDLE_TYPE_IA);
         if (close_flags != DAT_CLOSE_ABRUPT_FLAG && close_flags != DAT_CLOSE_GRACEFUL_FLAG)
@@ -316,13 +337,22 @@ _public_ DAT_RETURN dat_ia_close(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS close_
 }
 
 /* dats_get_ia_handle: exported by Debian's libdat2 (no public header
- * declares it), where the registry hands consumers IA handles of its own
- * and this call maps one to the provider's handle.  Here the consumer's IA
- * handle is the provider's, so the mapping is the identity on live IA
- * handles: DAT_SUCCESS with *ia_handle_p = handle, DAT_INVALID_HANDLE_IA for
- * anything else. */
+ * declares it; its providers call it), where the registry hands consumers
+ * IA handles of its own and this call maps one to the provider's handle.
+ * For an IA of another provider (foreign.h) it gives that provider's
+ * handle; libdat's own IA handles are their provider's, so for them the
+ * mapping is the identity: DAT_SUCCESS with *ia_handle_p = handle,
+ * DAT_INVALID_HANDLE_IA for anything else. */
 _public_ DAT_RETURN dats_get_ia_handle(DAT_IA_HANDLE handle, DAT_IA_HANDLE *ia_handle_p)
 {
+        DAT_IA_HANDLE provider_ia;
+
+        if (foreign_ia_map(handle, &provider_ia)) {
+                if (!ia_handle_p)
+                        return DAT_ERR_ARG(2);
+                *ia_handle_p = provider_ia;
+                return DAT_SUCCESS;
+        }
         if (!ia_lookup(handle))
                 return dat_invalid_handle(DAT_HANDLE_TYPE_IA);
         if (!ia_handle_p)

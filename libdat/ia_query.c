@@ -31,6 +31,8 @@
 
 #include "libdat/ia.h"
 
+#include "libdat/foreign.h"
+
 /* Named attributes hand out pointers into the IA, built once at open. */
 void ia_query_prepare(struct ia *ia)
 {
@@ -278,6 +280,8 @@ _public_ DAT_RETURN dat_ia_query(DAT_IA_HANDLE ia_handle, DAT_EVD_HANDLE *async_
                                  DAT_PROVIDER_ATTR_MASK provider_attr_mask,
                                  DAT_PROVIDER_ATTR *provider_attributes)
 {
+        FOREIGN_DISPATCH_IA(ia_handle, ia_query_func, async_evd_handle, ia_attr_mask, ia_attributes,
+                            provider_attr_mask, provider_attributes);
         struct ia *ia = ia_lookup(ia_handle);
 
         if (!ia)

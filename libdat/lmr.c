@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "libdat/datd_object.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 #include "libdat/mem_ctx.h"
 #include "libdat/mem_object.h"
@@ -289,6 +290,11 @@ _public_ DAT_RETURN dat_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_typ
                                    DAT_LMR_CONTEXT *lmr_context, DAT_RMR_CONTEXT *rmr_context,
                                    DAT_VLEN *registered_length, DAT_VADDR *registered_address)
 {
+        FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
+                                    foreign_no_libdat_handles(1, pz_handle, DAT_INVALID_HANDLE_PZ),
+                                    lmr_create_func, mem_type, region_description, length,
+                                    pz_handle, privileges, va_type, lmr_handle, lmr_context,
+                                    rmr_context, registered_length, registered_address);
         struct ia *ia = ia_lookup(ia_handle);
         struct lmr *lmr;
         DAT_RETURN ret;
@@ -343,6 +349,7 @@ err:
 _public_ DAT_RETURN dat_lmr_query(DAT_LMR_HANDLE lmr_handle, DAT_LMR_PARAM_MASK lmr_param_mask,
                                   DAT_LMR_PARAM *lmr_param)
 {
+        FOREIGN_DISPATCH(lmr_handle, lmr_query_func, lmr_handle, lmr_param_mask, lmr_param);
         struct lmr *lmr = lmr_lookup(lmr_handle);
 
         if (!lmr)
@@ -370,6 +377,7 @@ _public_ DAT_RETURN dat_lmr_query(DAT_LMR_HANDLE lmr_handle, DAT_LMR_PARAM_MASK 
 /* dat_lmr_free(3DAT): in use by an RMR -> DAT_INVALID_STATE */
 _public_ DAT_RETURN dat_lmr_free(DAT_LMR_HANDLE lmr_handle)
 {
+        FOREIGN_DISPATCH(lmr_handle, lmr_free_func, lmr_handle);
         struct dat_object *obj;
         DAT_RETURN ret = mem_object_claim(lmr_handle, DAT_HANDLE_TYPE_LMR, DAT_INVALID_STATE_LMR_IN_USE,
                                           &obj);
@@ -408,6 +416,7 @@ _public_ DAT_RETURN dat_lmr_sync_rdma_read(DAT_IA_HANDLE ia_handle,
                                            const DAT_LMR_TRIPLET *local_segments,
                                            DAT_VLEN num_segments)
 {
+        FOREIGN_DISPATCH_IA(ia_handle, lmr_sync_rdma_read_func, local_segments, num_segments);
         return sync_segments(ia_handle, local_segments, num_segments,
                              (DAT_MEM_PRIV_FLAGS)(DAT_MEM_PRIV_READ_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC));
 }
@@ -416,6 +425,7 @@ _public_ DAT_RETURN dat_lmr_sync_rdma_write(DAT_IA_HANDLE ia_handle,
                                             const DAT_LMR_TRIPLET *local_segments,
                                             DAT_VLEN num_segments)
 {
+        FOREIGN_DISPATCH_IA(ia_handle, lmr_sync_rdma_write_func, local_segments, num_segments);
         return sync_segments(ia_handle, local_segments, num_segments,
                              (DAT_MEM_PRIV_FLAGS)(DAT_MEM_PRIV_WRITE_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC));
 }

@@ -4,7 +4,8 @@
 # the unit tests link directly (they reach the internals: handle table,
 # dat.conf parser); libdat2.la is that plus the protocol codec, linked with a
 # version script that exports exactly Debian's 74 DAT_2.0 symbols.  Library
-# dependencies stay at libc + pthread.
+# dependencies stay at libc + pthread (dlopen, for other providers' libraries,
+# is in libc since glibc 2.34; configure adds -ldl where it is not).
 noinst_LTLIBRARIES += libdat/libdatcore.la
 libdat_libdatcore_la_SOURCES = \
 	libdat/libdat.h \
@@ -63,3 +64,5 @@ libdat_libdatcore_la_SOURCES += libdat/channel.c libdat/channel.h libdat/channel
 	libdat/channel_closer.c libdat/channel_closer.h libdat/peer_watch.c libdat/peer_watch.h \
 	libdat/dto.h libdat/dto_engine.h libdat/dto_wire.h libdat/dto_ep.c libdat/dto_ia.c libdat/dto_post.c \
 	libdat/dto_rx.c libdat/dto_tx.c libdat/extension_event.c libdat/dat_lock.c libdat/dat_lock.h libdat/spin_lock.h
+libdat_libdatcore_la_SOURCES += libdat/provider_registry.c libdat/provider_registry.h \
+	libdat/foreign.c libdat/foreign.h

@@ -8,6 +8,8 @@
 
 #include "libdat/conn.h"
 
+#include "libdat/foreign.h"
+
 static DAT_RETURN check_psp_flags(DAT_PSP_FLAGS flags)
 {
         if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
@@ -20,6 +22,9 @@ _public_ DAT_RETURN dat_psp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_q
                                    DAT_EVD_HANDLE evd_handle, DAT_PSP_FLAGS psp_flags,
                                    DAT_PSP_HANDLE *psp_handle)
 {
+        FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
+                                    foreign_no_libdat_handles(1, evd_handle, DAT_INVALID_HANDLE_EVD_CR),
+                                    psp_create_func, conn_qual, evd_handle, psp_flags, psp_handle);
         struct listener *l;
         DAT_RETURN ret;
 
@@ -42,6 +47,10 @@ _public_ DAT_RETURN dat_psp_create_any(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL *c
                                        DAT_EVD_HANDLE evd_handle, DAT_PSP_FLAGS psp_flags,
                                        DAT_PSP_HANDLE *psp_handle)
 {
+        FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
+                                    foreign_no_libdat_handles(1, evd_handle, DAT_INVALID_HANDLE_EVD_CR),
+                                    psp_create_any_func, conn_qual, evd_handle, psp_flags,
+                                    psp_handle);
         struct listener *l;
         DAT_RETURN ret;
 
@@ -68,6 +77,7 @@ _public_ DAT_RETURN dat_psp_create_any(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL *c
 _public_ DAT_RETURN dat_psp_query(DAT_PSP_HANDLE psp_handle, DAT_PSP_PARAM_MASK psp_param_mask,
                                   DAT_PSP_PARAM *psp_param)
 {
+        FOREIGN_DISPATCH(psp_handle, psp_query_func, psp_handle, psp_param_mask, psp_param);
         struct listener *l = psp_lookup(psp_handle);
 
         if (!l)
@@ -90,5 +100,6 @@ _public_ DAT_RETURN dat_psp_query(DAT_PSP_HANDLE psp_handle, DAT_PSP_PARAM_MASK 
 /* dat_psp_free(3DAT): pending CRs stay valid (they are the IA's). */
 _public_ DAT_RETURN dat_psp_free(DAT_PSP_HANDLE psp_handle)
 {
+        FOREIGN_DISPATCH(psp_handle, psp_free_func, psp_handle);
         return listener_free(psp_handle, DAT_HANDLE_TYPE_PSP);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "libdat/datd_object.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 #include "libdat/mem_object.h"
 
@@ -69,6 +70,7 @@ static void pz_destroy(struct dat_object *obj)
 /* dat_pz_create(3DAT) */
 _public_ DAT_RETURN dat_pz_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE *pz_handle)
 {
+        FOREIGN_DISPATCH_IA(ia_handle, pz_create_func, pz_handle);
         struct ia *ia = ia_lookup(ia_handle);
         struct datp_obj_desc desc = { .kind = DATP_OBJ_PZ };
         struct pz *pz;
@@ -103,6 +105,7 @@ _public_ DAT_RETURN dat_pz_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE *pz_han
 _public_ DAT_RETURN dat_pz_query(DAT_PZ_HANDLE pz_handle, DAT_PZ_PARAM_MASK pz_param_mask,
                                  DAT_PZ_PARAM *pz_param)
 {
+        FOREIGN_DISPATCH(pz_handle, pz_query_func, pz_handle, pz_param_mask, pz_param);
         struct pz *pz = pz_lookup(pz_handle);
 
         if (!pz)
@@ -118,6 +121,7 @@ _public_ DAT_RETURN dat_pz_query(DAT_PZ_HANDLE pz_handle, DAT_PZ_PARAM_MASK pz_p
 /* dat_pz_free(3DAT): in use by an EP, LMR, RMR (or SRQ) -> DAT_INVALID_STATE */
 _public_ DAT_RETURN dat_pz_free(DAT_PZ_HANDLE pz_handle)
 {
+        FOREIGN_DISPATCH(pz_handle, pz_free_func, pz_handle);
         struct dat_object *obj;
         DAT_RETURN ret = mem_object_claim(pz_handle, DAT_HANDLE_TYPE_PZ, DAT_INVALID_STATE_PZ_IN_USE,
                                           &obj);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "libdat/registry.h"
+#include "libdat/provider_registry.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -204,17 +205,25 @@ const char *dat_conf_origin(const struct dat_conf *conf)
         return conf->overridden ? "set by DAT_OVERRIDE" : "DAT_OVERRIDE unset";
 }
 
-/* The best of this library's entries for name/major/thread safety with a
- * minor >= the one asked: an exact minor first, else the smallest larger. */
+/* Whether an entry is one of the kind looked at: this library's (ours) or
+ * another provider library's. */
+static bool of_kind(const struct dat_conf_entry *e, bool ours)
+{
+        return dat_conf_entry_is_ours(e) == ours;
+}
+
+/* The best entry of the kind for name/major/thread safety with a minor >=
+ * the one asked: an exact minor first, else the smallest larger. */
 static const struct dat_conf_entry *best_minor(const struct dat_conf *conf, const char *name,
-                                               unsigned major, unsigned minor, bool need_ts)
+                                               unsigned major, unsigned minor, bool need_ts,
+                                               bool ours)
 {
         const struct dat_conf_entry *best = NULL;
 
         for (size_t i = 0; i < conf->n_entries; i++) {
                 const struct dat_conf_entry *e = &conf->entries[i];
 
-                if (strcmp(e->ia_name, name) != 0 || !dat_conf_entry_is_ours(e) ||
+                if (strcmp(e->ia_name, name) != 0 || !of_kind(e, ours) ||
                     e->api_major != major || e->api_minor < minor || (need_ts && !e->thread_safe))
                         continue;
                 if (!best || e->api_minor < best->api_minor)
@@ -227,20 +236,16 @@ DAT_RETURN dat_conf_find(const struct dat_conf *conf, const char *name, unsigned
                          unsigned minor, bool thread_safe, const struct dat_conf_entry **entry,
                          char *why, size_t why_len)
 {
-        const struct dat_conf_entry *named = NULL, *ours = NULL;
-        bool major_ok = false, minor_ok = false;
+        const struct dat_conf_entry *named = NULL, *first = NULL;
+        bool major_ok = false, minor_ok = false, ours = false;
 
         for (size_t i = 0; i < conf->n_entries; i++) {
                 const struct dat_conf_entry *e = &conf->entries[i];
 
-                if (strcmp(e->ia_name, name) != 0)
-                        continue;
-                named = named ? named : e;
-                if (!dat_conf_entry_is_ours(e))
-                        continue;
-                ours = ours ? ours : e;
-                major_ok |= e->api_major == major;
-                minor_ok |= e->api_major == major && e->api_minor >= minor;
+                if (strcmp(e->ia_name, name) == 0) {
+                        named = named ? named : e;
+                        ours |= dat_conf_entry_is_ours(e);
+                }
         }
         if (!named) {
                 if (conf->read_errno)
@@ -251,17 +256,20 @@ DAT_RETURN dat_conf_find(const struct dat_conf *conf, const char *name, unsigned
                                  dat_conf_origin(conf));
                 return DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED);
         }
-        if (!ours) {
-                /* Another provider's entry: this library loads no other
-                 * provider, so for it the name is not registered. */
-                snprintf(why, why_len, "%s:%u names provider library %s; libdat2.so.2 loads no "
-                         "other provider (entries it serves name libdat2.so.2)", conf->path,
-                         named->line, named->lib_path);
-                return DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED);
+        /* This library's entries for the name, if it has any; else those of
+         * the other provider libraries that name it. */
+        for (size_t i = 0; i < conf->n_entries; i++) {
+                const struct dat_conf_entry *e = &conf->entries[i];
+
+                if (strcmp(e->ia_name, name) != 0 || !of_kind(e, ours))
+                        continue;
+                first = first ? first : e;
+                major_ok |= e->api_major == major;
+                minor_ok |= e->api_major == major && e->api_minor >= minor;
         }
         if (!major_ok) {
                 snprintf(why, why_len, "%s:%u offers API u%u.%u, not major version %u", conf->path,
-                         ours->line, ours->api_major, ours->api_minor, major);
+                         first->line, first->api_major, first->api_minor, major);
                 return DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_MAJOR_NOT_FOUND);
         }
         if (!minor_ok) {
@@ -269,7 +277,7 @@ DAT_RETURN dat_conf_find(const struct dat_conf *conf, const char *name, unsigned
                          conf->path, major, minor);
                 return DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_MINOR_NOT_FOUND);
         }
-        *entry = best_minor(conf, name, major, minor, thread_safe);
+        *entry = best_minor(conf, name, major, minor, thread_safe, ours);
         if (!*entry) {
                 snprintf(why, why_len, "thread safety asked for, but every matching entry in %s "
                          "is \"nonthreadsafe\"", conf->path);
@@ -364,10 +372,9 @@ void dat_conf_free(struct dat_conf *conf)
         conf->n_entries = 0;
 }
 
-/* dat_registry_list_providers(3DAT).  Lists the entries this library can
- * open (its own, served by datd): the man page promises that an IA can be
- * opened when a listed entry matches, so entries naming another provider
- * library are left out.
+/* dat_registry_list_providers(3DAT).  Lists every entry: this library's
+ * own (served by datd) and those naming another provider library, which
+ * dat_ia_open loads (provider_registry.h).
  *
  * max_to_return smaller than the number of entries: the first max_to_return
  * are returned with DAT_SUCCESS and *entries_returned says how many were
@@ -391,11 +398,6 @@ _public_ DAT_RETURN dat_registry_list_providers(DAT_COUNT max_to_return, DAT_COU
                 const struct dat_conf_entry *e = &conf.entries[i];
                 DAT_PROVIDER_INFO *info;
 
-                if (!dat_conf_entry_is_ours(e)) {
-                        dat_trace("%s:%u: \"%s\" not listed: its library %s is not libdat2.so",
-                                  conf.path, e->line, e->ia_name, e->lib_path);
-                        continue;
-                }
                 available++;
                 if (filled >= max_to_return)
                         continue;
@@ -421,28 +423,17 @@ _public_ DAT_RETURN dat_registry_list_providers(DAT_COUNT max_to_return, DAT_COU
 }
 
 /* dat_registry_add_provider(3DAT), dat_registry_remove_provider(3DAT): the
- * calls a provider library makes from its dat_provider_init() to enter the
- * dynamic registry.  libdat2.so.2 is registry and provider in one and never
- * loads another provider library, so nothing can register with it: a valid
- * call answers DAT_NOT_IMPLEMENTED (DAT_PROVIDER_ALREADY_REGISTERED or
- * DAT_PROVIDER_NOT_FOUND would claim a registry state that does not exist). */
-static DAT_RETURN provider_registration(const DAT_PROVIDER *provider, const DAT_PROVIDER_INFO *info)
-{
-        if (!provider)
-                return DAT_ERR_ARG(1);
-        if (!info)
-                return DAT_ERR_ARG(2);
-        return DAT_ERR_NOT_IMPLEMENTED;
-}
-
+ * calls a provider library makes from its dat_provider_init() and
+ * dat_provider_fini() (or an application that loads a provider itself) to
+ * enter and leave the dynamic registry (provider_registry.h). */
 _public_ DAT_RETURN dat_registry_add_provider(const DAT_PROVIDER *provider,
                                               const DAT_PROVIDER_INFO *provider_info)
 {
-        return provider_registration(provider, provider_info);
+        return provider_registry_add(provider, provider_info);
 }
 
 _public_ DAT_RETURN dat_registry_remove_provider(const DAT_PROVIDER *provider,
                                                  const DAT_PROVIDER_INFO *provider_info)
 {
-        return provider_registration(provider, provider_info);
+        return provider_registry_remove(provider, provider_info);
 }

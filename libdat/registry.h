@@ -71,8 +71,10 @@ void dat_conf_entry_datd_name(const struct dat_conf_entry *entry, char *buf, siz
  * consumer asking for a thread-safe provider needs a "threadsafe" entry; one
  * that does not ask (DAT_THREADSAFE is DAT_FALSE in the DAT 2.0 headers, so
  * every dat_ia_open() caller) takes either kind, because a thread-safe
- * provider serves a single-threaded consumer just as well.  Only entries of
- * this library count.  Returns DAT_SUCCESS with *entry, or
+ * provider serves a single-threaded consumer just as well.  This library's
+ * entries for the name count if it has any, else those naming other
+ * provider libraries (dat_conf_entry_is_ours tells the caller which it got).
+ * Returns DAT_SUCCESS with *entry, or
  * DAT_PROVIDER_NOT_FOUND with the subtype (DAT_NAME_NOT_REGISTERED,
  * DAT_MAJOR_NOT_FOUND, DAT_MINOR_NOT_FOUND, DAT_THREAD_SAFETY_NOT_FOUND) and
  * the full reason in why. */

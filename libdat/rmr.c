@@ -37,6 +37,7 @@
 #include "libdat/datd_object.h"
 #include "libdat/dto.h"
 #include "libdat/ep.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 #include "libdat/lmr.h"
 #include "libdat/mem_shm.h"
@@ -93,6 +94,7 @@ void rmr_destroy(struct dat_object *obj)
 /* dat_rmr_create(3DAT) */
 _public_ DAT_RETURN dat_rmr_create(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *rmr_handle)
 {
+        FOREIGN_DISPATCH(pz_handle, rmr_create_func, pz_handle, rmr_handle);
         struct datp_obj_desc desc = { .kind = DATP_OBJ_RMR, .pz_handle = (uintptr_t)pz_handle };
         struct rmr *rmr;
         DAT_RETURN ret;
@@ -133,6 +135,7 @@ err:
 _public_ DAT_RETURN dat_rmr_query(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK rmr_param_mask,
                                   DAT_RMR_PARAM *rmr_param)
 {
+        FOREIGN_DISPATCH(rmr_handle, rmr_query_func, rmr_handle, rmr_param_mask, rmr_param);
         struct rmr *rmr = rmr_lookup(rmr_handle);
 
         if (!rmr)
@@ -156,6 +159,7 @@ _public_ DAT_RETURN dat_rmr_query(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK 
 /* dat_rmr_free(3DAT): allowed bound or unbound */
 _public_ DAT_RETURN dat_rmr_free(DAT_RMR_HANDLE rmr_handle)
 {
+        FOREIGN_DISPATCH(rmr_handle, rmr_free_func, rmr_handle);
         struct dat_object *obj;
         /* Nothing takes users on an RMR: the claim only fails on the handle. */
         DAT_RETURN ret = mem_object_claim(rmr_handle, DAT_HANDLE_TYPE_RMR, DAT_NO_SUBTYPE, &obj);
@@ -239,6 +243,11 @@ _public_ DAT_RETURN dat_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_h
                                  DAT_RMR_COOKIE user_cookie, DAT_COMPLETION_FLAGS completion_flags,
                                  DAT_RMR_CONTEXT *context)
 {
+        FOREIGN_DISPATCH_GUARDED(rmr_handle,
+                                 foreign_no_libdat_handles(2, lmr_handle, DAT_INVALID_HANDLE_LMR,
+                                                           ep_handle, DAT_INVALID_HANDLE_EP),
+                                 rmr_bind_func, rmr_handle, lmr_handle, lmr_triplet, mem_priv,
+                                 va_type, ep_handle, user_cookie, completion_flags, context);
         struct rmr *rmr = rmr_lookup(rmr_handle);
         struct ep *ep;
         bool unbind;

@@ -6,11 +6,17 @@
 
 #include "libdat/conn.h"
 
+#include "libdat/foreign.h"
+
 /* dat_rsp_create(3DAT) */
 _public_ DAT_RETURN dat_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_qual,
                                    DAT_EP_HANDLE ep_handle, DAT_EVD_HANDLE evd_handle,
                                    DAT_RSP_HANDLE *rsp_handle)
 {
+        FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
+                                    foreign_no_libdat_handles(2, ep_handle, DAT_INVALID_HANDLE_EP,
+                                                              evd_handle, DAT_INVALID_HANDLE_EVD_CR),
+                                    rsp_create_func, conn_qual, ep_handle, evd_handle, rsp_handle);
         struct listener *l;
         DAT_RETURN ret;
 
@@ -31,6 +37,7 @@ _public_ DAT_RETURN dat_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_q
 _public_ DAT_RETURN dat_rsp_query(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK rsp_param_mask,
                                   DAT_RSP_PARAM *rsp_param)
 {
+        FOREIGN_DISPATCH(rsp_handle, rsp_query_func, rsp_handle, rsp_param_mask, rsp_param);
         struct listener *l = rsp_lookup(rsp_handle);
 
         if (!l)
@@ -53,5 +60,6 @@ _public_ DAT_RETURN dat_rsp_query(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK 
 /* dat_rsp_free(3DAT) */
 _public_ DAT_RETURN dat_rsp_free(DAT_RSP_HANDLE rsp_handle)
 {
+        FOREIGN_DISPATCH(rsp_handle, rsp_free_func, rsp_handle);
         return listener_free(rsp_handle, DAT_HANDLE_TYPE_RSP);
 }

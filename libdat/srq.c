@@ -33,6 +33,7 @@
 #include "libdat/dto.h"
 #include "libdat/ep_attr.h"
 #include "libdat/ep_events.h"
+#include "libdat/foreign.h"
 #include "libdat/ia.h"
 #include "libdat/lmr.h"
 #include "libdat/pz.h"
@@ -168,6 +169,9 @@ static DAT_RETURN check_srq_attr(struct ia *ia, const DAT_SRQ_ATTR *a)
 _public_ DAT_RETURN dat_srq_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
                                    DAT_SRQ_ATTR *srq_attr, DAT_SRQ_HANDLE *srq_handle)
 {
+        FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
+                                    foreign_no_libdat_handles(1, pz_handle, DAT_INVALID_HANDLE_PZ),
+                                    srq_create_func, pz_handle, srq_attr, srq_handle);
         struct ia *ia = ia_lookup(ia_handle);
         struct pz *pz = pz_lookup(pz_handle);
         struct datp_obj_desc desc;
@@ -228,6 +232,7 @@ _public_ DAT_RETURN dat_srq_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
  * EP."  Buffers still posted go with it. */
 _public_ DAT_RETURN dat_srq_free(DAT_SRQ_HANDLE srq_handle)
 {
+        FOREIGN_DISPATCH(srq_handle, srq_free_func, srq_handle);
         struct srq *srq = srq_lookup(srq_handle);
 
         if (!srq)
@@ -277,6 +282,8 @@ static DAT_RETURN check_segment(struct srq *srq, const DAT_LMR_TRIPLET *seg)
 _public_ DAT_RETURN dat_srq_post_recv(DAT_SRQ_HANDLE srq_handle, DAT_COUNT num_segments,
                                       DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie)
 {
+        FOREIGN_DISPATCH(srq_handle, srq_post_recv_func, srq_handle, num_segments, local_iov,
+                         user_cookie);
         struct srq *srq = srq_lookup(srq_handle);
         DAT_COUNT slot;
 
@@ -314,6 +321,7 @@ _public_ DAT_RETURN dat_srq_post_recv(DAT_SRQ_HANDLE srq_handle, DAT_COUNT num_s
 _public_ DAT_RETURN dat_srq_query(DAT_SRQ_HANDLE srq_handle, DAT_SRQ_PARAM_MASK srq_param_mask,
                                   DAT_SRQ_PARAM *srq_param)
 {
+        FOREIGN_DISPATCH(srq_handle, srq_query_func, srq_handle, srq_param_mask, srq_param);
         struct srq *srq = srq_lookup(srq_handle);
 
         if (!srq)
@@ -344,6 +352,7 @@ _public_ DAT_RETURN dat_srq_query(DAT_SRQ_HANDLE srq_handle, DAT_SRQ_PARAM_MASK 
  * event again. */
 _public_ DAT_RETURN dat_srq_set_lw(DAT_SRQ_HANDLE srq_handle, DAT_COUNT low_watermark)
 {
+        FOREIGN_DISPATCH(srq_handle, srq_set_lw_func, srq_handle, low_watermark);
         struct srq *srq = srq_lookup(srq_handle);
         DAT_COUNT available;
         bool fired;
@@ -397,6 +406,7 @@ static void ring_move(struct srq *srq, DAT_COUNT n, struct srq_slot *slots, DAT_
  * failed allocation) changes nothing. */
 _public_ DAT_RETURN dat_srq_resize(DAT_SRQ_HANDLE srq_handle, DAT_COUNT srq_max_recv_dto)
 {
+        FOREIGN_DISPATCH(srq_handle, srq_resize_func, srq_handle, srq_max_recv_dto);
         struct srq *srq = srq_lookup(srq_handle);
         struct datp_obj_desc desc;
         DAT_LMR_TRIPLET *iovs;

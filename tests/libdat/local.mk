@@ -73,4 +73,23 @@ tests_libdat_test_lmr_seen_LDADD = $(libdat_test_core)
 tests_libdat_test_shm_direct_SOURCES = tests/libdat/test_shm_direct.c
 tests_libdat_test_shm_direct_CFLAGS = $(libdat_test_cflags)
 tests_libdat_test_shm_direct_LDADD = $(libdat_test_core)
+
+# A provider library of the suite's own, which libdat's registry loads the
+# way it loads Debian's libdaplofa.so.2 (test_providers).  A module built
+# for the tests only: -rpath makes libtool build it shared.
+check_LTLIBRARIES += tests/libdat/fake_provider.la
+tests_libdat_fake_provider_la_SOURCES = tests/libdat/fake_provider.c tests/libdat/fake_provider.h
+tests_libdat_fake_provider_la_CFLAGS = $(AM_CFLAGS)
+tests_libdat_fake_provider_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+# Its dat_registry_add_provider is the loading process's libdat2.so.2.
+tests_libdat_fake_provider_la_LIBADD =
+
+libdat_tests += tests/libdat/test_providers
+tests_libdat_test_providers_SOURCES = tests/libdat/test_providers.c tests/libdat/fake_provider.h
+tests_libdat_test_providers_CFLAGS = $(libdat_test_cflags) \
+	-DFAKE_PROVIDER_PATH='"$(abs_builddir)/tests/libdat/.libs/fake_provider.so"'
+# The shared libdat2.so.2, whose symbols the provider library binds to.
+tests_libdat_test_providers_LDADD = tests/libdat/libdattest.la libdat/libdat2.la $(CRITERION_LIBS) \
+	-lpthread
+EXTRA_tests_libdat_test_providers_DEPENDENCIES = tests/libdat/fake_provider.la
 endif

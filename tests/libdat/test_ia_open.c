@@ -105,16 +105,6 @@ Test(ia_open, an_unknown_name_with_the_default_registry_names_the_default_file)
         free(trace);
 }
 
-Test(ia_open, a_name_served_by_another_library_is_not_registered_here)
-{
-        char *trace;
-        DAT_RETURN r = open_traced("ofa-v2-ib0", 2, 0, DAT_FALSE, &trace);
-
-        cr_expect_eq(r, ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED));
-        cr_expect_not_null(strstr(trace, "libdaplofa.so.2"), "trace: %s", trace);
-        free(trace);
-}
-
 Test(ia_open, another_major_version_is_not_found)
 {
         char *trace;

@@ -267,7 +267,7 @@ static void provider_list_init(struct provider_list *l)
                 l->ptr[i] = &l->info[i];
 }
 
-Test(list_providers, lists_only_the_entries_this_library_serves)
+Test(list_providers, lists_every_entry_of_this_library_and_of_others)
 {
         struct provider_list l;
         DAT_COUNT n = -1;
@@ -275,17 +275,20 @@ Test(list_providers, lists_only_the_entries_this_library_serves)
         use_dat_conf(mixed_conf);
         provider_list_init(&l);
         cr_assert_eq(dat_registry_list_providers(MAX_LIST, &n, l.ptr), DAT_SUCCESS);
-        cr_assert_eq(n, 3);
+        cr_assert_eq(n, 4);
         cr_expect_str_eq(l.info[0].ia_name, "datd-shm");
         cr_expect_eq(l.info[0].dapl_version_major, 2);
         cr_expect_eq(l.info[0].dapl_version_minor, 0);
         cr_expect_eq(l.info[0].is_thread_safe, DAT_TRUE);
-        cr_expect_str_eq(l.info[1].ia_name, "datd-tcp");
+        /* Another library's: dat_ia_open loads it (test_providers). */
+        cr_expect_str_eq(l.info[1].ia_name, "ofa-v2-ib0");
         cr_expect_eq(l.info[1].is_thread_safe, DAT_FALSE);
-        cr_expect_str_eq(l.info[2].ia_name, "datd-new");
-        cr_expect_eq(l.info[2].dapl_version_minor, 3);
+        cr_expect_str_eq(l.info[2].ia_name, "datd-tcp");
+        cr_expect_eq(l.info[2].is_thread_safe, DAT_FALSE);
+        cr_expect_str_eq(l.info[3].ia_name, "datd-new");
+        cr_expect_eq(l.info[3].dapl_version_minor, 3);
         /* Entries past the count are not written. */
-        cr_expect_eq(((unsigned char *)&l.info[3])[0], 0xa5);
+        cr_expect_eq(((unsigned char *)&l.info[4])[0], 0xa5);
 }
 
 Test(list_providers, a_short_array_gets_the_first_entries_and_their_count)
@@ -298,7 +301,7 @@ Test(list_providers, a_short_array_gets_the_first_entries_and_their_count)
         cr_assert_eq(dat_registry_list_providers(2, &n, l.ptr), DAT_SUCCESS);
         cr_expect_eq(n, 2);
         cr_expect_str_eq(l.info[0].ia_name, "datd-shm");
-        cr_expect_str_eq(l.info[1].ia_name, "datd-tcp");
+        cr_expect_str_eq(l.info[1].ia_name, "ofa-v2-ib0");
         cr_expect_eq(((unsigned char *)&l.info[2])[0], 0xa5);
 }
 
@@ -309,11 +312,11 @@ Test(list_providers, max_zero_reports_the_count_with_invalid_parameter)
         use_dat_conf(mixed_conf);
         cr_expect_eq(dat_registry_list_providers(0, &n, NULL),
                      DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG1);
-        cr_expect_eq(n, 3);
+        cr_expect_eq(n, 4);
         n = -1;
         cr_expect_eq(dat_registry_list_providers(-5, &n, NULL),
                      DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG1);
-        cr_expect_eq(n, 3);
+        cr_expect_eq(n, 4);
 }
 
 Test(list_providers, null_arguments_are_invalid_parameters)
@@ -357,26 +360,4 @@ Test(list_providers, the_shipped_dat_conf_lists_datd_shm_and_datd_tcp)
         cr_expect_str_eq(l.info[0].ia_name, "datd-shm");
         cr_expect_str_eq(l.info[1].ia_name, "datd-tcp");
         free(path);
-}
-
-/* ---- dat_registry_add_provider / dat_registry_remove_provider ----------- */
-
-Test(registration, null_arguments_are_invalid_parameters)
-{
-        DAT_PROVIDER provider = { 0 };
-        DAT_PROVIDER_INFO info = { 0 };
-
-        cr_expect_eq(dat_registry_add_provider(NULL, &info), DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG1);
-        cr_expect_eq(dat_registry_add_provider(&provider, NULL), DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2);
-        cr_expect_eq(dat_registry_remove_provider(NULL, &info), DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG1);
-        cr_expect_eq(dat_registry_remove_provider(&provider, NULL), DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2);
-}
-
-Test(registration, no_provider_library_can_register)
-{
-        DAT_PROVIDER provider = { .device_name = "x" };
-        DAT_PROVIDER_INFO info = { .ia_name = "x", .dapl_version_major = 2 };
-
-        cr_expect_eq(DAT_GET_TYPE(dat_registry_add_provider(&provider, &info)), DAT_NOT_IMPLEMENTED);
-        cr_expect_eq(DAT_GET_TYPE(dat_registry_remove_provider(&provider, &info)), DAT_NOT_IMPLEMENTED);
 }

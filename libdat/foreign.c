@@ -1,0 +1,190 @@
+/* Calls on other providers' objects (foreign.h). */
+#include "config.h"
+
+#include "libdat/foreign.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The open ones, to find one by the provider's own handle too. */
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct foreign_ia *open_ias;
+
+static void foreign_ia_destroy(struct dat_object *obj);
+
+static const struct dat_object_ops foreign_ia_ops = {
+        .type = DAT_HANDLE_TYPE_FOREIGN_IA,
+        .name = "IA of another provider",
+        .invalid_subtype = DAT_INVALID_HANDLE_IA,
+        .destroy = foreign_ia_destroy,
+};
+
+static struct foreign_ia *foreign_ia_lookup(DAT_HANDLE h)
+{
+        struct dat_object *o = dat_object_lookup(h, DAT_HANDLE_TYPE_FOREIGN_IA);
+
+        return o ? dat_container_of(o, struct foreign_ia, obj) : NULL;
+}
+
+const DAT_PROVIDER *foreign_provider_slow(DAT_HANDLE h)
+{
+        /* The redirection convention: the object's first word. */
+        const DAT_PROVIDER *p = *(const DAT_PROVIDER *const *)h;
+
+        return provider_registry_known(p) ? p : NULL;
+}
+
+bool foreign_ia_slow(DAT_HANDLE h, const DAT_PROVIDER **provider, DAT_IA_HANDLE *provider_ia)
+{
+        struct foreign_ia *f;
+
+        if (!handle_is_libdats(h)) {
+                *provider = foreign_provider_slow(h);
+                *provider_ia = h;
+                return *provider != NULL;
+        }
+        f = foreign_ia_lookup(h);
+        if (!f)
+                return false;
+        *provider = f->provider;
+        *provider_ia = f->ia;
+        return true;
+}
+
+DAT_RETURN foreign_no_libdat_handles(int n, ...)
+{
+        DAT_RETURN ret = DAT_SUCCESS;
+        va_list ap;
+
+        va_start(ap, n);
+        for (int i = 0; i < n && ret == DAT_SUCCESS; i++) {
+                DAT_HANDLE h = va_arg(ap, DAT_HANDLE);
+                DAT_RETURN_SUBTYPE subtype = va_arg(ap, DAT_RETURN_SUBTYPE);
+
+                if (h && handle_is_libdats(h))
+                        ret = DAT_ERR(DAT_INVALID_HANDLE, subtype);
+        }
+        va_end(ap);
+        return ret;
+}
+
+bool foreign_ia_map(DAT_IA_HANDLE h, DAT_IA_HANDLE *provider_ia)
+{
+        const DAT_PROVIDER *p;
+
+        return foreign_ia(h, &p, provider_ia);
+}
+
+/* Only for a foreign_ia that never reached the consumer, or is closed. */
+static void foreign_ia_destroy(struct dat_object *obj)
+{
+        struct foreign_ia *f = dat_container_of(obj, struct foreign_ia, obj);
+
+        dat_object_fini(&f->obj);
+        free(f);
+}
+
+DAT_RETURN foreign_ia_open(const char *name, const struct dat_conf_entry *entry,
+                           DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE *async_evd_handle,
+                           DAT_IA_HANDLE *ia_handle, DAT_UINT32 major, DAT_UINT32 minor,
+                           bool thread_safe)
+{
+        const DAT_PROVIDER *p;
+        struct foreign_ia *f;
+        char why[256];
+        DAT_RETURN ret;
+
+        ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why, sizeof(why));
+        if (DAT_GET_SUBTYPE(ret) == DAT_NAME_NOT_REGISTERED && entry) {
+                /* dat_provider_init(3DAT): the library registers the name. */
+                ret = provider_library_init(entry, why, sizeof(why));
+                if (ret == DAT_SUCCESS)
+                        ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why,
+                                                        sizeof(why));
+        }
+        if (ret != DAT_SUCCESS) {
+                dat_trace("dat_ia_open(\"%s\"): %s", name, why);
+                return ret;
+        }
+        /* The provider would read a libdat EVD as its own object. */
+        if (handle_is_libdats(*async_evd_handle)) {
+                dat_trace("dat_ia_open(\"%s\"): the async EVD passed in is libdat's, not its "
+                          "provider's", name);
+                ret = DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_ASYNC);
+                goto release;
+        }
+        f = calloc(1, sizeof(*f));
+        if (!f) {
+                ret = DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+                goto release;
+        }
+        f->provider = p;
+        snprintf(f->name, sizeof(f->name), "%s", name);
+        ret = FOREIGN_CALL(p, ia_open_func, (DAT_NAME_PTR)name, async_evd_qlen, async_evd_handle,
+                           &f->ia);
+        if (ret != DAT_SUCCESS) {
+                dat_trace("dat_ia_open(\"%s\"): its provider's ia_open answered 0x%08x", name, ret);
+                free(f);
+                goto release;
+        }
+        ret = dat_object_init(&f->obj, &foreign_ia_ops, NULL);
+        if (ret != DAT_SUCCESS) {
+                (void)FOREIGN_CALL(p, ia_close_func, f->ia, DAT_CLOSE_ABRUPT_FLAG);
+                free(f);
+                goto release;
+        }
+        pthread_mutex_lock(&list_lock);
+        f->next = open_ias;
+        open_ias = f;
+        pthread_mutex_unlock(&list_lock);
+        *ia_handle = f->obj.handle;
+        dat_trace("dat_ia_open(\"%s\"): opened through its registered provider", name);
+        return DAT_SUCCESS;
+release:
+        provider_registry_release(name);
+        return ret;
+}
+
+/* The open IA h names (libdat's handle or the provider's own), now marked
+ * closing; NULL when none or another thread closes it. */
+static struct foreign_ia *start_closing(DAT_IA_HANDLE h)
+{
+        struct foreign_ia *f;
+
+        pthread_mutex_lock(&list_lock);
+        for (f = open_ias; f; f = f->next)
+                if (f->obj.handle == h || f->ia == h)
+                        break;
+        if (f && f->closing)
+                f = NULL;
+        if (f)
+                f->closing = true;
+        pthread_mutex_unlock(&list_lock);
+        return f;
+}
+
+DAT_RETURN foreign_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS close_flags)
+{
+        struct foreign_ia *f = start_closing(h), **pp;
+        DAT_RETURN ret;
+
+        if (!f)
+                return dat_invalid_handle(DAT_HANDLE_TYPE_IA);
+        ret = FOREIGN_CALL(f->provider, ia_close_func, f->ia, close_flags);
+        pthread_mutex_lock(&list_lock);
+        if (ret != DAT_SUCCESS) {
+                f->closing = false;
+        } else {
+                for (pp = &open_ias; *pp != f; pp = &(*pp)->next)
+                        ;
+                *pp = f->next;
+        }
+        pthread_mutex_unlock(&list_lock);
+        if (ret != DAT_SUCCESS)
+                return ret;
+        provider_registry_release(f->name);
+        foreign_ia_destroy(&f->obj);
+        return DAT_SUCCESS;
+}

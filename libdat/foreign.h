@@ -1,0 +1,148 @@
+/* Calls on other providers' objects: what libdat's entry points do with a
+ * handle that is not libdat's own but an object of a provider in the
+ * dynamic registry (provider_registry.h).
+ *
+ * Such a provider's handles are its own pointers, whose first word is its
+ * DAT_PROVIDER (the DAT 2.0 redirection convention, DAT_HANDLE_TO_PROVIDER
+ * in <dat2/dat_redirection.h>); each entry point hands them to the
+ * provider's function for it, as Debian's libdat2 does.  IA handles are
+ * the exception: dat_ia_open gives the consumer a libdat handle of its own
+ * for another provider's IA (a struct foreign_ia), which the entry points
+ * taking an IA turn back into the provider's (dats_get_ia_handle answers
+ * the same), and the provider's own IA handle, as its events and queries
+ * give it, is taken too.
+ *
+ * libdat's handles carry a tag no pointer has (handle_table.h), so the
+ * look costs libdat's own calls one test of a flag that stays false until
+ * a provider first registers.  With one registered, a handle that is
+ * neither libdat's nor NULL is read as another provider's object: its
+ * first word must name a provider that registered here, or the handle is
+ * invalid as before; a pointer to freed or unmapped memory is, as with
+ * every DAT registry, the provider's to survive.  Handles of different
+ * providers in one call are refused (DAT_INVALID_HANDLE): another
+ * provider's object where libdat looks it up, and libdat's own where the
+ * call goes to another provider (FOREIGN_DISPATCH_GUARDED). */
+#ifndef DATD_LIBDAT_FOREIGN_H
+#define DATD_LIBDAT_FOREIGN_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "libdat/handle.h"
+#include "libdat/libdat.h"
+#include "libdat/provider_registry.h"
+
+/* A libdat handle kind of its own (no DAT_HANDLE_TYPE has it), so that no
+ * lookup of libdat's own IA finds one. */
+#define DAT_HANDLE_TYPE_FOREIGN_IA ((DAT_HANDLE_TYPE)0x7e)
+
+/* Another provider's IA as the consumer holds it. */
+struct foreign_ia {
+        struct dat_object obj;
+        const DAT_PROVIDER *provider;
+        DAT_IA_HANDLE ia;                       /* the provider's own handle */
+        char name[DAT_NAME_MAX_LENGTH];         /* as opened: released at close */
+        struct foreign_ia *next;                /* foreign.c's list, under its lock */
+        bool closing;                           /* a dat_ia_close is at the provider */
+};
+
+static inline bool handle_is_libdats(DAT_HANDLE h)
+{
+        return ((uintptr_t)h >> HANDLE_TAG_SHIFT) == HANDLE_TAG;
+}
+
+const DAT_PROVIDER *foreign_provider_slow(DAT_HANDLE h);
+bool foreign_ia_slow(DAT_HANDLE h, const DAT_PROVIDER **provider, DAT_IA_HANDLE *provider_ia);
+
+/* The provider whose object h is, or NULL (libdat's handle, NULL, or
+ * nothing a registered provider owns). */
+static inline const DAT_PROVIDER *foreign_provider(DAT_HANDLE h)
+{
+        if (!provider_registry_used() || !h || handle_is_libdats(h))
+                return NULL;
+        return foreign_provider_slow(h);
+}
+
+/* Whether h is another provider's IA (or, for the generic entry points,
+ * any object of it): its provider and the provider's own handle. */
+static inline bool foreign_ia(DAT_HANDLE h, const DAT_PROVIDER **provider,
+                              DAT_IA_HANDLE *provider_ia)
+{
+        if (!provider_registry_used() || !h)
+                return false;
+        return foreign_ia_slow(h, provider, provider_ia);
+}
+
+#define FOREIGN_CALL(p, func, ...) \
+        ((p)->func ? (p)->func(__VA_ARGS__) : DAT_ERR_NOT_IMPLEMENTED)
+
+/* First statement of an entry point whose first argument h names an
+ * object other than an IA: another provider's goes to its func. */
+#define FOREIGN_DISPATCH(h, func, ...)                                          \
+        do {                                                                    \
+                const DAT_PROVIDER *foreign_p_ = foreign_provider(h);           \
+                if (foreign_p_)                                                 \
+                        return FOREIGN_CALL(foreign_p_, func, __VA_ARGS__);     \
+        } while (0)
+
+/* The same for an entry point whose first argument h is an IA (or any
+ * handle, for the generic ones): the provider's func gets the provider's
+ * own handle in h's place, then the rest. */
+#define FOREIGN_DISPATCH_IA(h, func, ...)                                               \
+        do {                                                                            \
+                const DAT_PROVIDER *foreign_p_;                                         \
+                DAT_IA_HANDLE foreign_h_;                                               \
+                if (foreign_ia(h, &foreign_p_, &foreign_h_))                            \
+                        return FOREIGN_CALL(foreign_p_, func, foreign_h_, __VA_ARGS__); \
+        } while (0)
+
+/* DAT_SUCCESS, or DAT_INVALID_HANDLE with the subtype of the first of the
+ * n (DAT_HANDLE, DAT_RETURN_SUBTYPE) pairs whose handle is libdat's: a call
+ * handed to another provider must carry none (the provider would read it
+ * as its object, and libdat's handles are no addresses). */
+DAT_RETURN foreign_no_libdat_handles(int n, ...);
+
+/* FOREIGN_DISPATCH(_IA) for an entry point with more handles: guard (a
+ * foreign_no_libdat_handles call) refuses the call before it goes. */
+#define FOREIGN_DISPATCH_GUARDED(h, guard, func, ...)                           \
+        do {                                                                    \
+                const DAT_PROVIDER *foreign_p_ = foreign_provider(h);           \
+                if (foreign_p_) {                                               \
+                        DAT_RETURN foreign_g_ = (guard);                        \
+                        return foreign_g_ != DAT_SUCCESS                        \
+                                       ? foreign_g_                             \
+                                       : FOREIGN_CALL(foreign_p_, func, __VA_ARGS__); \
+                }                                                               \
+        } while (0)
+
+#define FOREIGN_DISPATCH_IA_GUARDED(h, guard, func, ...)                                \
+        do {                                                                            \
+                const DAT_PROVIDER *foreign_p_;                                         \
+                DAT_IA_HANDLE foreign_h_;                                               \
+                if (foreign_ia(h, &foreign_p_, &foreign_h_)) {                          \
+                        DAT_RETURN foreign_g_ = (guard);                                \
+                        return foreign_g_ != DAT_SUCCESS                                \
+                                       ? foreign_g_                                     \
+                                       : FOREIGN_CALL(foreign_p_, func, foreign_h_,     \
+                                                      __VA_ARGS__);                     \
+                }                                                                       \
+        } while (0)
+
+/* dat_ia_openv for a name the dynamic registry has, loading the library
+ * dat.conf names for it first when it is another provider's (entry, may be
+ * NULL).  DAT_PROVIDER_NOT_FOUND | DAT_NAME_NOT_REGISTERED when no
+ * provider has the name; otherwise what the provider's ia_open says, with
+ * *ia_handle a libdat handle of the IA. */
+DAT_RETURN foreign_ia_open(const char *name, const struct dat_conf_entry *entry,
+                           DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE *async_evd_handle,
+                           DAT_IA_HANDLE *ia_handle, DAT_UINT32 major, DAT_UINT32 minor,
+                           bool thread_safe);
+
+/* dat_ia_close of another provider's IA (foreign_ia(h) is true). */
+DAT_RETURN foreign_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS close_flags);
+
+/* dats_get_ia_handle of one: the provider's own handle. */
+bool foreign_ia_map(DAT_IA_HANDLE h, DAT_IA_HANDLE *provider_ia);
+
+#endif
