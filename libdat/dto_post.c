@@ -269,6 +269,34 @@ static uint64_t ep_max_size(const struct ep *ep, bool message)
         return message ? caps->max_message_size : caps->max_rdma_size;
 }
 
+/* A post whose EP is not libdat's: another provider's goes to it
+ * (foreign.h), anything else is an invalid handle.  The extensions' posts
+ * never come here with another provider's EP: dat_extension_op hands
+ * those over whole. */
+static DAT_RETURN __attribute__((noinline, cold)) post_foreign(DAT_EP_HANDLE ep_handle,
+                                                                const struct post_args *a)
+{
+        const DAT_PROVIDER *p = foreign_provider(ep_handle);
+        DAT_LMR_TRIPLET *iov = (DAT_LMR_TRIPLET *)a->iov;
+
+        if (p && !a->ext) {
+                switch (a->kind) {
+                case DTO_REQ_SEND:
+                        return FOREIGN_CALL(p, ep_post_send_func, ep_handle, a->n, iov, a->cookie,
+                                            a->flags);
+                case DTO_REQ_WRITE:
+                        return FOREIGN_CALL(p, ep_post_rdma_write_func, ep_handle, a->n, iov,
+                                            a->cookie, a->remote, a->flags);
+                case DTO_REQ_READ:
+                        return FOREIGN_CALL(p, ep_post_rdma_read_func, ep_handle, a->n, iov,
+                                            a->cookie, a->remote, a->flags);
+                default:
+                        break;
+                }
+        }
+        return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+}
+
 static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *a)
 {
         struct ep *ep = ep_lookup(ep_handle);
@@ -281,7 +309,7 @@ static DAT_RETURN post_request(DAT_EP_HANDLE ep_handle, const struct post_args *
 
         DTO_BATCH_EMPTY(b);
         if (!ep)
-                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+                return post_foreign(ep_handle, a);
         ret = check_request(ep, a);
         if (ret != DAT_SUCCESS)
                 return ret;
@@ -355,8 +383,6 @@ _public_ DAT_RETURN dat_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                                      DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
                                      DAT_COMPLETION_FLAGS completion_flags)
 {
-        FOREIGN_DISPATCH(ep_handle, ep_post_send_func, ep_handle, num_segments, local_iov,
-                         user_cookie, completion_flags);
         struct post_args a = { .kind = DTO_REQ_SEND, .n = num_segments, .iov = local_iov,
                                .cookie = user_cookie, .flags = completion_flags,
                                .flags_arg = 5 };
@@ -381,8 +407,6 @@ _public_ DAT_RETURN dat_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT nu
                                            const DAT_RMR_TRIPLET *remote_iov,
                                            DAT_COMPLETION_FLAGS completion_flags)
 {
-        FOREIGN_DISPATCH(ep_handle, ep_post_rdma_write_func, ep_handle, num_segments, local_iov,
-                         user_cookie, remote_iov, completion_flags);
         return post_rdma(ep_handle, DTO_REQ_WRITE, num_segments, local_iov, user_cookie,
                          remote_iov, completion_flags);
 }
@@ -392,8 +416,6 @@ _public_ DAT_RETURN dat_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT num
                                           const DAT_RMR_TRIPLET *remote_iov,
                                           DAT_COMPLETION_FLAGS completion_flags)
 {
-        FOREIGN_DISPATCH(ep_handle, ep_post_rdma_read_func, ep_handle, num_segments, local_iov,
-                         user_cookie, remote_iov, completion_flags);
         return post_rdma(ep_handle, DTO_REQ_READ, num_segments, local_iov, user_cookie,
                          remote_iov, completion_flags);
 }
@@ -430,8 +452,6 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
                                      DAT_LMR_TRIPLET *local_iov, DAT_DTO_COOKIE user_cookie,
                                      DAT_COMPLETION_FLAGS completion_flags)
 {
-        FOREIGN_DISPATCH(ep_handle, ep_post_recv_func, ep_handle, num_segments, local_iov,
-                         user_cookie, completion_flags);
         struct ep *ep = ep_lookup(ep_handle);
         struct dto_batch b;
         struct dto_recv *r;
@@ -442,7 +462,9 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
 
         DTO_BATCH_EMPTY(b);
         if (!ep)
-                return dat_invalid_handle(DAT_HANDLE_TYPE_EP);
+                FOREIGN_ELSE_INVALID(ep_handle, dat_invalid_handle(DAT_HANDLE_TYPE_EP),
+                                     ep_post_recv_func, ep_handle, num_segments, local_iov,
+                                     user_cookie, completion_flags);
         /* Before the check: a release after this read shows at delivery. */
         releases = mem_ctx_release_count();
         ret = check_recv(ep, num_segments, local_iov, completion_flags);

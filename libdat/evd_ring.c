@@ -329,12 +329,12 @@ static inline bool fed_by_data_paths(const struct evd *evd)
 /* dat_evd_dequeue(3DAT) */
 _public_ DAT_RETURN dat_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
 {
-        FOREIGN_DISPATCH(evd_handle, evd_dequeue_func, evd_handle, event);
         struct evd *evd = evd_lookup(evd_handle);
         DAT_RETURN ret = DAT_SUCCESS;
 
         if (!evd)
-                return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
+                FOREIGN_ELSE_INVALID(evd_handle, dat_invalid_handle(DAT_HANDLE_TYPE_EVD),
+                                     evd_dequeue_func, evd_handle, event);
         if (!event)
                 return DAT_ERR_ARG(2);
         /* Nothing queued: an EVD of completions moves the IA's data
@@ -651,15 +651,15 @@ static DAT_RETURN wait_blocked(struct evd *evd, uint32_t seen, const struct dat_
 _public_ DAT_RETURN dat_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout,
                                  DAT_COUNT threshold, DAT_EVENT *event, DAT_COUNT *n_more_events)
 {
-        FOREIGN_DISPATCH(evd_handle, evd_wait_func, evd_handle, timeout, threshold, event,
-                         n_more_events);
         struct evd *evd = evd_lookup(evd_handle);
         struct dat_deadline deadline;
         DAT_RETURN ret;
         uint32_t seen;
 
         if (!evd)
-                return dat_invalid_handle(DAT_HANDLE_TYPE_EVD);
+                FOREIGN_ELSE_INVALID(evd_handle, dat_invalid_handle(DAT_HANDLE_TYPE_EVD),
+                                     evd_wait_func, evd_handle, timeout, threshold, event,
+                                     n_more_events);
         /* dat_evd_wait(3DAT): a non-positive threshold is invalid */
         if (threshold <= 0)
                 return DAT_ERR_ARG(3);

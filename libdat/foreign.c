@@ -28,20 +28,12 @@ static struct foreign_ia *foreign_ia_lookup(DAT_HANDLE h)
         return o ? dat_container_of(o, struct foreign_ia, obj) : NULL;
 }
 
-const DAT_PROVIDER *foreign_provider_slow(DAT_HANDLE h)
-{
-        /* The redirection convention: the object's first word. */
-        const DAT_PROVIDER *p = *(const DAT_PROVIDER *const *)h;
-
-        return provider_registry_known(p) ? p : NULL;
-}
-
 bool foreign_ia_slow(DAT_HANDLE h, const DAT_PROVIDER **provider, DAT_IA_HANDLE *provider_ia)
 {
         struct foreign_ia *f;
 
         if (!handle_is_libdats(h)) {
-                *provider = foreign_provider_slow(h);
+                *provider = foreign_provider(h);
                 *provider_ia = h;
                 return *provider != NULL;
         }

@@ -52,16 +52,20 @@ static inline bool handle_is_libdats(DAT_HANDLE h)
         return ((uintptr_t)h >> HANDLE_TAG_SHIFT) == HANDLE_TAG;
 }
 
-const DAT_PROVIDER *foreign_provider_slow(DAT_HANDLE h);
 bool foreign_ia_slow(DAT_HANDLE h, const DAT_PROVIDER **provider, DAT_IA_HANDLE *provider_ia);
 
 /* The provider whose object h is, or NULL (libdat's handle, NULL, or
- * nothing a registered provider owns). */
+ * nothing a registered provider owns).  No call: see
+ * provider_registry_known. */
 static inline const DAT_PROVIDER *foreign_provider(DAT_HANDLE h)
 {
+        const DAT_PROVIDER *p;
+
         if (!provider_registry_used() || !h || handle_is_libdats(h))
                 return NULL;
-        return foreign_provider_slow(h);
+        /* The redirection convention: the object's first word. */
+        p = *(const DAT_PROVIDER *const *)h;
+        return provider_registry_known(p) ? p : NULL;
 }
 
 /* Whether h is another provider's IA (or, for the generic entry points,
@@ -84,6 +88,17 @@ static inline bool foreign_ia(DAT_HANDLE h, const DAT_PROVIDER **provider,
                 const DAT_PROVIDER *foreign_p_ = foreign_provider(h);           \
                 if (foreign_p_)                                                 \
                         return FOREIGN_CALL(foreign_p_, func, __VA_ARGS__);     \
+        } while (0)
+
+/* The same where libdat's lookup of h failed, for the entry points of the
+ * data path: another provider's object goes to it, anything else is
+ * `invalid`.  Nothing is added to libdat's own path (a look before the
+ * lookup costs those entry points their registers' saving, since the
+ * provider's call must keep the arguments). */
+#define FOREIGN_ELSE_INVALID(h, invalid, func, ...)                                     \
+        do {                                                                            \
+                const DAT_PROVIDER *foreign_p_ = foreign_provider(h);                   \
+                return foreign_p_ ? FOREIGN_CALL(foreign_p_, func, __VA_ARGS__) : (invalid); \
         } while (0)
 
 /* The same for an entry point whose first argument h is an IA (or any

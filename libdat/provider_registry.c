@@ -20,24 +20,10 @@ struct registration {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct registration table[PROVIDER_REGISTRY_MAX];
 
-/* Every provider that ever registered, never shrinking: a removed
- * provider's objects stay its own, and a handle of one still goes to it.
- * Appended under lock, read without (n_known published last). */
-#define KNOWN_MAX 256
-static const DAT_PROVIDER *known[KNOWN_MAX];
-static unsigned n_known;
+const DAT_PROVIDER *provider_registry_known_list[PROVIDER_KNOWN_MAX];
+unsigned provider_registry_n_known;
 
 bool provider_registry_ever;
-
-bool provider_registry_known(const DAT_PROVIDER *provider)
-{
-        unsigned n = __atomic_load_n(&n_known, __ATOMIC_ACQUIRE);
-
-        for (unsigned i = 0; i < n; i++)
-                if (known[i] == provider)
-                        return true;
-        return false;
-}
 
 /* Under lock. */
 static struct registration *find_locked(const char *name)
@@ -48,15 +34,18 @@ static struct registration *find_locked(const char *name)
         return NULL;
 }
 
-/* Under lock: false when KNOWN_MAX distinct providers came already. */
+/* Under lock: false when PROVIDER_KNOWN_MAX distinct providers came
+ * already. */
 static bool remember_locked(const DAT_PROVIDER *provider)
 {
+        unsigned n = provider_registry_n_known;
+
         if (provider_registry_known(provider))
                 return true;
-        if (n_known == KNOWN_MAX)
+        if (n == PROVIDER_KNOWN_MAX)
                 return false;
-        known[n_known] = provider;
-        __atomic_store_n(&n_known, n_known + 1, __ATOMIC_RELEASE);
+        provider_registry_known_list[n] = provider;
+        __atomic_store_n(&provider_registry_n_known, n + 1, __ATOMIC_RELEASE);
         __atomic_store_n(&provider_registry_ever, true, __ATOMIC_RELEASE);
         return true;
 }

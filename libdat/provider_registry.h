@@ -69,8 +69,25 @@ static inline bool provider_registry_used(void)
         return __builtin_expect(__atomic_load_n(&provider_registry_ever, __ATOMIC_RELAXED), 0);
 }
 
+/* Every provider that ever registered, never shrinking (a removed
+ * provider's objects stay its own): appended under the registry's lock,
+ * the count published last. */
+#define PROVIDER_KNOWN_MAX 256
+extern const DAT_PROVIDER *provider_registry_known_list[PROVIDER_KNOWN_MAX];
+extern unsigned provider_registry_n_known;
+
 /* Whether provider ever registered here (a handle whose first word names
- * it is that provider's object).  Lock-free. */
-bool provider_registry_known(const DAT_PROVIDER *provider);
+ * it is that provider's object).  Lock-free, and inline: an entry point
+ * that makes no call before it knows the handle is not another provider's
+ * needs no registers saved for its own path (foreign.h). */
+static inline bool provider_registry_known(const DAT_PROVIDER *provider)
+{
+        unsigned n = __atomic_load_n(&provider_registry_n_known, __ATOMIC_ACQUIRE);
+
+        for (unsigned i = 0; i < n; i++)
+                if (provider_registry_known_list[i] == provider)
+                        return true;
+        return false;
+}
 
 #endif

@@ -29,6 +29,7 @@ struct fake_object {
         uint32_t magic;
         DAT_HANDLE_TYPE type;
         struct fake_object *ia;
+        struct fake_object *async_evd;  /* an IA's, made by its open */
         DAT_CONTEXT context;
 };
 
@@ -89,14 +90,18 @@ static DAT_RETURN fake_ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_
         if (!ia)
                 return DAT_INSUFFICIENT_RESOURCES;
         if (*async_evd == DAT_HANDLE_NULL)
-                *async_evd = new_object(DAT_HANDLE_TYPE_EVD, ia);
+                *async_evd = ia->async_evd = new_object(DAT_HANDLE_TYPE_EVD, ia);
         *ia_handle = ia;
         return DAT_SUCCESS;
 }
 
 static DAT_RETURN fake_ia_close(DAT_IA_HANDLE ia, DAT_CLOSE_FLAGS flags)
 {
+        struct fake_object *o = object_of(ia, DAT_HANDLE_TYPE_IA);
+
         fake_provider_log.close_flags = flags;
+        if (o && o->async_evd)
+                (void)free_object(o->async_evd, DAT_HANDLE_TYPE_EVD, "ia_close");
         return free_object(ia, DAT_HANDLE_TYPE_IA, "ia_close");
 }
 
@@ -204,6 +209,51 @@ static DAT_RETURN fake_ep_post_send(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPL
         return DAT_SUCCESS;
 }
 
+static DAT_RETURN fake_ep_post_recv(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+                                    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags)
+{
+        DAT_RETURN ret = fake_ep_post_send(ep, n, iov, cookie, flags);
+
+        note("ep_post_recv", ep);
+        return ret;
+}
+
+static DAT_RETURN fake_ep_post_rdma(const char *call, DAT_EP_HANDLE ep, DAT_COUNT n,
+                                    DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+                                    const DAT_RMR_TRIPLET *remote, DAT_COMPLETION_FLAGS flags)
+{
+        DAT_RETURN ret = fake_ep_post_send(ep, n, iov, cookie, flags);
+
+        note(call, ep);
+        fake_provider_log.remote = remote;
+        return ret;
+}
+
+static DAT_RETURN fake_ep_post_rdma_write(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+                                          DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *remote,
+                                          DAT_COMPLETION_FLAGS flags)
+{
+        return fake_ep_post_rdma("ep_post_rdma_write", ep, n, iov, cookie, remote, flags);
+}
+
+static DAT_RETURN fake_ep_post_rdma_read(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+                                         DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *remote,
+                                         DAT_COMPLETION_FLAGS flags)
+{
+        return fake_ep_post_rdma("ep_post_rdma_read", ep, n, iov, cookie, remote, flags);
+}
+
+/* Never an event: a wait times out at once. */
+static DAT_RETURN fake_evd_wait(DAT_EVD_HANDLE evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
+                                DAT_EVENT *event, DAT_COUNT *nmore)
+{
+        note("evd_wait", evd);
+        if (!object_of(evd, DAT_HANDLE_TYPE_EVD))
+                return DAT_INVALID_HANDLE;
+        fake_provider_log.wait_timeout = timeout;
+        return DAT_TIMEOUT_EXPIRED;
+}
+
 static DAT_RETURN fake_extendedop(DAT_HANDLE h, DAT_EXTENDED_OP op, va_list args)
 {
         note("handle_extendedop", h);
@@ -225,6 +275,10 @@ static DAT_PROVIDER provider = {
         .ep_create_func = fake_ep_create,
         .ep_free_func = fake_ep_free,
         .ep_post_send_func = fake_ep_post_send,
+        .ep_post_recv_func = fake_ep_post_recv,
+        .ep_post_rdma_write_func = fake_ep_post_rdma_write,
+        .ep_post_rdma_read_func = fake_ep_post_rdma_read,
+        .evd_wait_func = fake_evd_wait,
         .handle_extendedop_func = fake_extendedop,
 };
 

@@ -19,10 +19,12 @@ struct fake_provider_log {
         DAT_COUNT async_qlen;
         DAT_CLOSE_FLAGS close_flags;            /* ia_close's */
         int live_objects;
-        DAT_COUNT segments;                     /* ep_post_send's */
+        DAT_COUNT segments;                     /* the last post's */
         DAT_LMR_TRIPLET *iov;
         uint64_t cookie;
         DAT_COMPLETION_FLAGS completion_flags;
+        const DAT_RMR_TRIPLET *remote;          /* the last RDMA post's */
+        DAT_TIMEOUT wait_timeout;               /* evd_wait's */
         int ext_op, ext_arg;                    /* handle_extendedop's */
 };
 

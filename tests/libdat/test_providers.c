@@ -11,10 +11,12 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dat2/dat_registry.h>
 #include <dat2/udat.h>
 
+#include "tests/harness.h"
 #include "tests/libdat/fake_provider.h"
 #include "tests/libdat/libdat_test.h"
 
@@ -132,7 +134,10 @@ Test(providers, calls_on_its_objects_reach_it_with_its_own_handles)
         DAT_DTO_COOKIE cookie = { .as_64 = 0xc00c1e };
         DAT_PZ_HANDLE pz = DAT_HANDLE_NULL, pz2 = DAT_HANDLE_NULL;
         DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+        DAT_RMR_TRIPLET rmr = { .rmr_context = 9, .virtual_address = 0x2000, .segment_length = 64 };
         DAT_PZ_PARAM param;
+        DAT_EVENT event;
+        DAT_COUNT nmore;
         int live;
 
         cr_assert_eq(dat_pz_create(ia, &pz), DAT_SUCCESS);
@@ -157,6 +162,26 @@ Test(providers, calls_on_its_objects_reach_it_with_its_own_handles)
         cr_expect_eq(log->iov, &iov);
         cr_expect_eq(log->cookie, 0xc00c1e);
         cr_expect_eq(log->completion_flags, DAT_COMPLETION_SUPPRESS_FLAG);
+
+        /* The data path's entry points look at other providers only once
+         * libdat's own lookup failed: each still reaches the provider. */
+        cookie.as_64 = 0xbeef;
+        cr_assert_eq(dat_ep_post_recv(ep, 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+        cr_expect_str_eq(log->last_call, "ep_post_recv");
+        cr_expect_eq(log->cookie, 0xbeef);
+        cr_assert_eq(dat_ep_post_rdma_write(ep, 1, &iov, cookie, &rmr, DAT_COMPLETION_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+        cr_expect_str_eq(log->last_call, "ep_post_rdma_write");
+        cr_expect_eq(log->remote, &rmr);
+        cr_assert_eq(dat_ep_post_rdma_read(ep, 1, &iov, cookie, &rmr, DAT_COMPLETION_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+        cr_expect_str_eq(log->last_call, "ep_post_rdma_read");
+        cr_expect_eq(log->last_handle, ep);
+        cr_expect_eq(dat_evd_wait(evd, 5, 1, &event, &nmore), DAT_TIMEOUT_EXPIRED);
+        cr_expect_str_eq(log->last_call, "evd_wait");
+        cr_expect_eq(log->last_handle, evd);
+        cr_expect_eq(log->wait_timeout, 5);
 
         live = log->live_objects;
         cr_expect_eq(dat_ep_free(ep), DAT_SUCCESS);
@@ -411,6 +436,73 @@ Test(providers, the_list_has_the_entries_of_other_libraries)
         cr_expect_str_eq(info[4].ia_name, "ofa-v2-ib0");
         cr_expect_eq(info[4].is_thread_safe, DAT_FALSE);
         cr_expect_str_eq(info[5].ia_name, "datd-shm");
+}
+
+/* ---- beside datd's IAs ------------------------------------------------------ */
+
+static struct datd_instance datd;
+
+static void start_datd(void)
+{
+        char *bin = build_path("daemon/datd");
+        bool built = bin && access(bin, X_OK) == 0;
+
+        free(bin);
+        if (!built)
+                cr_skip_test("daemon/datd is not built in this tree");
+        cr_assert_eq(datd_start(&datd, NULL), 0, "datd did not start");
+        datd_export_env(&datd);
+}
+
+static void stop_datd(void)
+{
+        datd_stop(&datd);
+}
+
+TestSuite(beside_datd, .init = start_datd, .fini = stop_datd, .timeout = 60);
+
+Test(beside_datd, an_ia_of_datd_and_one_of_another_provider_keep_their_objects_apart)
+{
+        DAT_PROVIDER_INFO info = { .ia_name = "app-fake", .dapl_version_major = 2 };
+        void *lib = dlopen(FAKE_PROVIDER_PATH, RTLD_NOW);
+        DAT_EVD_HANDLE evd1 = DAT_HANDLE_NULL, evd2 = DAT_HANDLE_NULL;
+        DAT_IA_HANDLE ia1 = DAT_HANDLE_NULL, ia2 = DAT_HANDLE_NULL;
+        DAT_PZ_HANDLE pz1 = DAT_HANDLE_NULL, pz2 = DAT_HANDLE_NULL;
+        DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+        struct fake_provider_log *log;
+        DAT_PROVIDER_INIT_FUNC init;
+        DAT_HANDLE_TYPE type;
+        DAT_PZ_PARAM param;
+        unsigned calls;
+
+        cr_assert_not_null(lib);
+        *(void **)&init = dlsym(lib, DAT_PROVIDER_INIT_FUNC_STR);
+        init(&info, "");
+        log = provider_log(false);
+        cr_assert_eq(dat_ia_open("datd-shm", 8, &evd1, &ia1), DAT_SUCCESS, "log: %s",
+                     datd.log_path);
+        cr_assert_eq(dat_ia_open("app-fake", 8, &evd2, &ia2), DAT_SUCCESS);
+        cr_assert_eq(dat_pz_create(ia1, &pz1), DAT_SUCCESS);
+        calls = log->calls;
+        cr_assert_eq(dat_pz_query(pz1, DAT_PZ_FIELD_ALL, &param), DAT_SUCCESS);
+        cr_expect_eq(param.ia_handle, ia1);
+        cr_expect_eq(dat_get_handle_type(ia1, &type), DAT_SUCCESS);
+        cr_expect_eq(type, DAT_HANDLE_TYPE_IA);
+        cr_expect_eq(log->calls, calls, "a call on datd's IA reached the other provider");
+        cr_assert_eq(dat_pz_create(ia2, &pz2), DAT_SUCCESS);
+        cr_expect_eq(log->calls, calls + 1);
+        /* One provider's object in a call on the other's. */
+        cr_expect_eq(DAT_GET_TYPE(dat_ep_create(ia1, pz2, evd1, evd1, evd1, NULL, &ep)),
+                     DAT_INVALID_HANDLE);
+        cr_expect_eq(dat_ep_create(ia2, pz1, evd2, evd2, evd2, NULL, &ep),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ));
+        cr_expect_eq(ep, DAT_HANDLE_NULL);
+        cr_expect_eq(log->calls, calls + 1);
+        cr_expect_eq(dat_pz_free(pz2), DAT_SUCCESS);
+        cr_expect_eq(dat_pz_free(pz1), DAT_SUCCESS);
+        cr_expect_eq(dat_ia_close(ia2, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        cr_expect_eq(dat_ia_close(ia1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        cr_expect_eq(log->live_objects, 0);
 }
 
 /* ---- Debian's own provider ------------------------------------------------ */
