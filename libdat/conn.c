@@ -669,7 +669,7 @@ _public_ DAT_RETURN dat_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE du
                                        const DAT_PVOID private_data, DAT_QOS quality_of_service)
 {
         FOREIGN_DISPATCH_GUARDED(ep_handle,
-                                 foreign_no_libdat_handles(1, dup_ep_handle, DAT_INVALID_HANDLE_EP),
+                                 (1, dup_ep_handle, DAT_INVALID_HANDLE_EP),
                                  ep_dup_connect_func, ep_handle, dup_ep_handle, timeout,
                                  private_data_size, private_data, quality_of_service);
         struct ep *ep = ep_lookup(ep_handle);

@@ -417,7 +417,7 @@ _public_ DAT_RETURN dat_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_hand
                                   DAT_COUNT private_data_size, const DAT_PVOID private_data)
 {
         FOREIGN_DISPATCH_GUARDED(cr_handle,
-                                 foreign_no_libdat_handles(1, ep_handle, DAT_INVALID_HANDLE_EP),
+                                 (1, ep_handle, DAT_INVALID_HANDLE_EP),
                                  cr_accept_func, cr_handle, ep_handle, private_data_size,
                                  private_data);
         struct datp_cr_accept req = { .hdr = { .type = DATP_CR_ACCEPT, .length = sizeof(req) } };

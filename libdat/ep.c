@@ -424,10 +424,10 @@ _public_ DAT_RETURN dat_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_hand
                                   const DAT_EP_ATTR *ep_attributes, DAT_EP_HANDLE *ep_handle)
 {
         FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
-                                    foreign_no_libdat_handles(4, pz_handle, DAT_INVALID_HANDLE_PZ,
-                                                              recv_evd_handle, DAT_INVALID_HANDLE_EVD_RECV,
-                                                              request_evd_handle, DAT_INVALID_HANDLE_EVD_REQUEST,
-                                                              connect_evd_handle, DAT_INVALID_HANDLE_EVD_CONN),
+                                    (4, pz_handle, DAT_INVALID_HANDLE_PZ,
+                                     recv_evd_handle, DAT_INVALID_HANDLE_EVD_RECV,
+                                     request_evd_handle, DAT_INVALID_HANDLE_EVD_REQUEST,
+                                     connect_evd_handle, DAT_INVALID_HANDLE_EVD_CONN),
                                     ep_create_func, pz_handle, recv_evd_handle, request_evd_handle,
                                     connect_evd_handle, ep_attributes, ep_handle);
         const struct ep_create_args a = {
@@ -448,11 +448,11 @@ _public_ DAT_RETURN dat_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDL
                                            DAT_EP_HANDLE *ep_handle)
 {
         FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
-                                    foreign_no_libdat_handles(5, pz_handle, DAT_INVALID_HANDLE_PZ,
-                                                              recv_evd_handle, DAT_INVALID_HANDLE_EVD_RECV,
-                                                              request_evd_handle, DAT_INVALID_HANDLE_EVD_REQUEST,
-                                                              connect_evd_handle, DAT_INVALID_HANDLE_EVD_CONN,
-                                                              srq_handle, DAT_INVALID_HANDLE_SRQ),
+                                    (5, pz_handle, DAT_INVALID_HANDLE_PZ,
+                                     recv_evd_handle, DAT_INVALID_HANDLE_EVD_RECV,
+                                     request_evd_handle, DAT_INVALID_HANDLE_EVD_REQUEST,
+                                     connect_evd_handle, DAT_INVALID_HANDLE_EVD_CONN,
+                                     srq_handle, DAT_INVALID_HANDLE_SRQ),
                                     ep_create_with_srq_func, pz_handle, recv_evd_handle,
                                     request_evd_handle, connect_evd_handle, srq_handle,
                                     ep_attributes, ep_handle);

@@ -241,7 +241,7 @@ _public_ DAT_RETURN dat_evd_create(DAT_IA_HANDLE ia_handle, DAT_COUNT evd_min_ql
                                    DAT_EVD_HANDLE *evd_handle)
 {
         FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
-                                    foreign_no_libdat_handles(1, cno_handle, DAT_INVALID_HANDLE_CNO),
+                                    (1, cno_handle, DAT_INVALID_HANDLE_CNO),
                                     evd_create_func, evd_min_qlen, cno_handle, evd_flags,
                                     evd_handle);
         struct ia *ia = ia_lookup(ia_handle);
@@ -394,7 +394,7 @@ _public_ DAT_RETURN dat_evd_resize(DAT_EVD_HANDLE evd_handle, DAT_COUNT evd_min_
 _public_ DAT_RETURN dat_evd_modify_cno(DAT_EVD_HANDLE evd_handle, DAT_CNO_HANDLE cno_handle)
 {
         FOREIGN_DISPATCH_GUARDED(evd_handle,
-                                 foreign_no_libdat_handles(1, cno_handle, DAT_INVALID_HANDLE_CNO),
+                                 (1, cno_handle, DAT_INVALID_HANDLE_CNO),
                                  evd_modify_cno_func, evd_handle, cno_handle);
         struct evd *evd = evd_lookup(evd_handle);
         struct cno *cno;

@@ -157,7 +157,10 @@ _public_ DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP operatio
         DAT_RETURN ret;
         va_list ap;
 
-        if (foreign_ia(handle, &foreign_p, &foreign_h)) {
+        /* Another provider's: the operation is its own, but for closing
+         * an IA dat_ib_open_query opened, which is dat_ia_close's (libdat
+         * holds that IA's record). */
+        if (operation != DAT_IB_CLOSE_QUERY_OP && foreign_ia(handle, &foreign_p, &foreign_h)) {
                 va_start(ap, operation);
                 ret = FOREIGN_CALL(foreign_p, handle_extendedop_func, foreign_h, operation, ap);
                 va_end(ap);
@@ -166,6 +169,8 @@ _public_ DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP operatio
         /* The generic entry point's own rule first: a handle no object has
          * is DAT_INVALID_HANDLE1 whatever the operation (its arguments are
          * not read); only dat_ib_open_query takes none. */
+        if (operation == DAT_IB_CLOSE_QUERY_OP && foreign_ia(handle, &foreign_p, &foreign_h))
+                return dat_ia_close(handle, DAT_CLOSE_ABRUPT_FLAG);
         if (operation != DAT_IB_OPEN_QUERY_OP && !dat_object_lookup_any(handle))
                 return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
         va_start(ap, operation);

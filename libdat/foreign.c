@@ -12,6 +12,9 @@
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct foreign_ia *open_ias;
 
+/* Held across a provider library's dat_provider_init. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void foreign_ia_destroy(struct dat_object *obj);
 
 static const struct dat_object_ops foreign_ia_ops = {
@@ -38,14 +41,17 @@ bool foreign_ia_slow(DAT_HANDLE h, const DAT_PROVIDER **provider, DAT_IA_HANDLE 
                 return *provider != NULL;
         }
         f = foreign_ia_lookup(h);
-        if (!f)
+        /* One being closed is the provider's no more (a call racing the
+         * close is the consumer's fault, dat_ia_close(3DAT); this keeps
+         * the provider's closed IA out of such a call's way). */
+        if (!f || __atomic_load_n(&f->closing, __ATOMIC_ACQUIRE))
                 return false;
         *provider = f->provider;
         *provider_ia = f->ia;
         return true;
 }
 
-DAT_RETURN foreign_no_libdat_handles(int n, ...)
+DAT_RETURN foreign_args_check(const DAT_PROVIDER *p, int n, ...)
 {
         DAT_RETURN ret = DAT_SUCCESS;
         va_list ap;
@@ -55,7 +61,7 @@ DAT_RETURN foreign_no_libdat_handles(int n, ...)
                 DAT_HANDLE h = va_arg(ap, DAT_HANDLE);
                 DAT_RETURN_SUBTYPE subtype = va_arg(ap, DAT_RETURN_SUBTYPE);
 
-                if (h && handle_is_libdats(h))
+                if (h && foreign_provider(h) != p)
                         ret = DAT_ERR(DAT_INVALID_HANDLE, subtype);
         }
         va_end(ap);
@@ -90,20 +96,31 @@ DAT_RETURN foreign_ia_open(const char *name, const struct dat_conf_entry *entry,
 
         ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why, sizeof(why));
         if (DAT_GET_SUBTYPE(ret) == DAT_NAME_NOT_REGISTERED && entry) {
-                /* dat_provider_init(3DAT): the library registers the name. */
-                ret = provider_library_init(entry, why, sizeof(why));
-                if (ret == DAT_SUCCESS)
-                        ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why,
-                                                        sizeof(why));
+                /* dat_provider_init(3DAT): the library registers the name.
+                 * Once: a second init of a name registered meanwhile fails
+                 * in the provider, and DAPL's providers then free the
+                 * provider the first one registered. */
+                pthread_mutex_lock(&init_lock);
+                ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why,
+                                                sizeof(why));
+                if (DAT_GET_SUBTYPE(ret) == DAT_NAME_NOT_REGISTERED) {
+                        ret = provider_library_init(entry, why, sizeof(why));
+                        if (ret == DAT_SUCCESS)
+                                ret = provider_registry_acquire(name, major, minor, thread_safe,
+                                                                &p, why, sizeof(why));
+                }
+                pthread_mutex_unlock(&init_lock);
         }
         if (ret != DAT_SUCCESS) {
                 dat_trace("dat_ia_open(\"%s\"): %s", name, why);
                 return ret;
         }
-        /* The provider would read a libdat EVD as its own object. */
-        if (handle_is_libdats(*async_evd_handle)) {
-                dat_trace("dat_ia_open(\"%s\"): the async EVD passed in is libdat's, not its "
-                          "provider's", name);
+        /* An async EVD passed in must be the provider's own: it would read
+         * libdat's or a third provider's as its object. */
+        if (*async_evd_handle != DAT_HANDLE_NULL && *async_evd_handle != DAT_EVD_ASYNC_EXISTS &&
+            foreign_provider(*async_evd_handle) != p) {
+                dat_trace("dat_ia_open(\"%s\"): the async EVD passed in is not its provider's",
+                          name);
                 ret = DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_ASYNC);
                 goto release;
         }
@@ -152,7 +169,7 @@ static struct foreign_ia *start_closing(DAT_IA_HANDLE h)
         if (f && f->closing)
                 f = NULL;
         if (f)
-                f->closing = true;
+                __atomic_store_n(&f->closing, true, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&list_lock);
         return f;
 }
@@ -160,14 +177,21 @@ static struct foreign_ia *start_closing(DAT_IA_HANDLE h)
 DAT_RETURN foreign_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS close_flags)
 {
         struct foreign_ia *f = start_closing(h), **pp;
+        const DAT_PROVIDER *p;
         DAT_RETURN ret;
 
-        if (!f)
-                return dat_invalid_handle(DAT_HANDLE_TYPE_IA);
+        if (!f) {
+                /* An IA of the provider's that dat_ia_open did not open
+                 * (the application opened it through the provider's table
+                 * itself) is the provider's to close. */
+                p = foreign_provider(h);
+                return p ? FOREIGN_CALL(p, ia_close_func, h, close_flags)
+                         : dat_invalid_handle(DAT_HANDLE_TYPE_IA);
+        }
         ret = FOREIGN_CALL(f->provider, ia_close_func, f->ia, close_flags);
         pthread_mutex_lock(&list_lock);
         if (ret != DAT_SUCCESS) {
-                f->closing = false;
+                __atomic_store_n(&f->closing, false, __ATOMIC_RELEASE);
         } else {
                 for (pp = &open_ias; *pp != f; pp = &(*pp)->next)
                         ;

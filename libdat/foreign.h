@@ -20,8 +20,11 @@
  * invalid as before; a pointer to freed or unmapped memory is, as with
  * every DAT registry, the provider's to survive.  Handles of different
  * providers in one call are refused (DAT_INVALID_HANDLE): another
- * provider's object where libdat looks it up, and libdat's own where the
- * call goes to another provider (FOREIGN_DISPATCH_GUARDED). */
+ * provider's object where libdat looks it up, and libdat's own or a third
+ * provider's where the call goes to a provider (FOREIGN_DISPATCH_GUARDED);
+ * handles inside dat_extension_op's variable arguments go as they are. *
+ * A value that cannot be an object's address (NULL, DAT_EVD_ASYNC_EXISTS,
+ * small or unaligned numbers, libdat's tagged handles) is never read. */
 #ifndef DATD_LIBDAT_FOREIGN_H
 #define DATD_LIBDAT_FOREIGN_H
 
@@ -44,7 +47,8 @@ struct foreign_ia {
         DAT_IA_HANDLE ia;                       /* the provider's own handle */
         char name[DAT_NAME_MAX_LENGTH];         /* as opened: released at close */
         struct foreign_ia *next;                /* foreign.c's list, under its lock */
-        bool closing;                           /* a dat_ia_close is at the provider */
+        bool closing;                           /* a dat_ia_close is at the provider
+                                                   (atomic: foreign_ia reads it) */
 };
 
 static inline bool handle_is_libdats(DAT_HANDLE h)
@@ -54,6 +58,23 @@ static inline bool handle_is_libdats(DAT_HANDLE h)
 
 bool foreign_ia_slow(DAT_HANDLE h, const DAT_PROVIDER **provider, DAT_IA_HANDLE *provider_ia);
 
+/* The lowest address a process can map (Linux's default vm.mmap_min_addr):
+ * below it, and off a pointer's alignment, no object of any provider is. */
+#define FOREIGN_MIN_ADDRESS ((uintptr_t)65536)
+
+/* Whether h could be a pointer to another provider's object at all, before
+ * its first word is read: aligned, above the lowest mappable address and
+ * in the user half of the address space.  DAT_EVD_ASYNC_EXISTS,
+ * DAT_EVD_OUT_OF_SCOPE, small integers and libdat's tagged handles are
+ * not. */
+static inline bool foreign_address_plausible(DAT_HANDLE h)
+{
+        uintptr_t a = (uintptr_t)h;
+
+        return a >= FOREIGN_MIN_ADDRESS && (a & (sizeof(void *) - 1)) == 0 &&
+               (sizeof(uintptr_t) < 8 || (a >> 56) == 0) && !handle_is_libdats(h);
+}
+
 /* The provider whose object h is, or NULL (libdat's handle, NULL, or
  * nothing a registered provider owns).  No call: see
  * provider_registry_known. */
@@ -61,7 +82,7 @@ static inline const DAT_PROVIDER *foreign_provider(DAT_HANDLE h)
 {
         const DAT_PROVIDER *p;
 
-        if (!provider_registry_used() || !h || handle_is_libdats(h))
+        if (!provider_registry_used() || !foreign_address_plausible(h))
                 return NULL;
         /* The redirection convention: the object's first word. */
         p = *(const DAT_PROVIDER *const *)h;
@@ -113,30 +134,35 @@ static inline bool foreign_ia(DAT_HANDLE h, const DAT_PROVIDER **provider,
         } while (0)
 
 /* DAT_SUCCESS, or DAT_INVALID_HANDLE with the subtype of the first of the
- * n (DAT_HANDLE, DAT_RETURN_SUBTYPE) pairs whose handle is libdat's: a call
- * handed to another provider must carry none (the provider would read it
- * as its object, and libdat's handles are no addresses). */
-DAT_RETURN foreign_no_libdat_handles(int n, ...);
+ * n (DAT_HANDLE, DAT_RETURN_SUBTYPE) pairs whose handle is neither NULL
+ * nor an object of p's: a call handed to provider p carries no handle of
+ * libdat's (p would read it as its object, and libdat's handles are no
+ * addresses) and none of another provider's. */
+DAT_RETURN foreign_args_check(const DAT_PROVIDER *p, int n, ...);
 
-/* FOREIGN_DISPATCH(_IA) for an entry point with more handles: guard (a
- * foreign_no_libdat_handles call) refuses the call before it goes. */
-#define FOREIGN_DISPATCH_GUARDED(h, guard, func, ...)                           \
-        do {                                                                    \
-                const DAT_PROVIDER *foreign_p_ = foreign_provider(h);           \
-                if (foreign_p_) {                                               \
-                        DAT_RETURN foreign_g_ = (guard);                        \
-                        return foreign_g_ != DAT_SUCCESS                        \
-                                       ? foreign_g_                             \
-                                       : FOREIGN_CALL(foreign_p_, func, __VA_ARGS__); \
-                }                                                               \
+#define FOREIGN_EXPAND(...) __VA_ARGS__
+
+/* FOREIGN_DISPATCH(_IA) for an entry point with more handles: pairs, in
+ * parentheses, is foreign_args_check's (n, handle, subtype...). */
+#define FOREIGN_DISPATCH_GUARDED(h, pairs, func, ...)                                   \
+        do {                                                                            \
+                const DAT_PROVIDER *foreign_p_ = foreign_provider(h);                   \
+                if (foreign_p_) {                                                       \
+                        DAT_RETURN foreign_g_ =                                         \
+                                foreign_args_check(foreign_p_, FOREIGN_EXPAND pairs);   \
+                        return foreign_g_ != DAT_SUCCESS                                \
+                                       ? foreign_g_                                     \
+                                       : FOREIGN_CALL(foreign_p_, func, __VA_ARGS__);   \
+                }                                                                       \
         } while (0)
 
-#define FOREIGN_DISPATCH_IA_GUARDED(h, guard, func, ...)                                \
+#define FOREIGN_DISPATCH_IA_GUARDED(h, pairs, func, ...)                                \
         do {                                                                            \
                 const DAT_PROVIDER *foreign_p_;                                         \
                 DAT_IA_HANDLE foreign_h_;                                               \
                 if (foreign_ia(h, &foreign_p_, &foreign_h_)) {                          \
-                        DAT_RETURN foreign_g_ = (guard);                                \
+                        DAT_RETURN foreign_g_ =                                         \
+                                foreign_args_check(foreign_p_, FOREIGN_EXPAND pairs);   \
                         return foreign_g_ != DAT_SUCCESS                                \
                                        ? foreign_g_                                     \
                                        : FOREIGN_CALL(foreign_p_, func, foreign_h_,     \

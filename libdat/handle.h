@@ -7,7 +7,9 @@
  * dereferences the handle itself, only the table, so NULL, freed handles,
  * handles of another type and arbitrary garbage all come back as "no such
  * object" (DAT_INVALID_HANDLE) instead of a crash; a freed handle stays invalid
- * because its slot's generation moved on.
+ * because its slot's generation moved on.  (Once another provider registered,
+ * a value that could be an address is read as that provider's object first:
+ * foreign.h.)
  *
  * Ownership: an object has a parent (the IA it was created on; NULL for an
  * IA) and is on its parent's list of children, so that an abrupt

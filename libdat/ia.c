@@ -120,6 +120,17 @@ static DAT_RETURN ia_borrow_async_evd(struct ia *ia, DAT_EVD_HANDLE handle)
 }
 
 /* Finds the dat.conf entry for the name and writes datd's IA name. */
+/* check_consumer_async_evd, with the reason in the trace. */
+static DAT_RETURN check_our_async_evd(DAT_EVD_HANDLE evd_in, const char *name)
+{
+        DAT_RETURN ret = check_consumer_async_evd(evd_in, name);
+
+        if (ret != DAT_SUCCESS)
+                dat_trace("dat_ia_open(\"%s\"): the async EVD passed in is not an async EVD of "
+                          "an open \"%s\" IA", name, name);
+        return ret;
+}
+
 /* The dat.conf entry for the name (a copy: the file's table is freed). */
 static DAT_RETURN lookup_registry(const char *name, DAT_UINT32 major, DAT_UINT32 minor,
                                   bool thread_safe, struct dat_conf_entry *found)
@@ -220,6 +231,7 @@ _public_ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_evd_ql
         char datd_name[DATP_NAME_MAX];
         struct dat_conf_entry entry;
         DAT_EVD_HANDLE evd_in;
+        bool ours_first;
         struct ia *ia;
         DAT_RETURN ret;
 
@@ -240,17 +252,25 @@ _public_ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_evd_ql
                 if (ret != DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED))
                         return ret;
         }
+        /* An async EVD of libdat's (or none) is checked first, as before
+         * there were other providers; another provider's decides nothing
+         * until dat.conf says whose the name is. */
+        ours_first = !foreign_address_plausible(evd_in);
+        if (ours_first) {
+                ret = check_our_async_evd(evd_in, name);
+                if (ret != DAT_SUCCESS)
+                        return ret;
+        }
         ret = lookup_registry(name, dat_major, dat_minor, thread_safety != DAT_FALSE, &entry);
         if (ret != DAT_SUCCESS)
                 return ret;
         if (!dat_conf_entry_is_ours(&entry))
                 return foreign_ia_open(name, &entry, async_evd_qlen, async_evd_handle, ia_handle,
                                        dat_major, dat_minor, thread_safety != DAT_FALSE);
-        ret = check_consumer_async_evd(evd_in, name);
-        if (ret != DAT_SUCCESS) {
-                dat_trace("dat_ia_open(\"%s\"): the async EVD passed in is not an async EVD of "
-                          "an open \"%s\" IA", name, name);
-                return ret;
+        if (!ours_first) {
+                ret = check_our_async_evd(evd_in, name);
+                if (ret != DAT_SUCCESS)
+                        return ret;
         }
         dat_conf_entry_datd_name(&entry, datd_name, sizeof(datd_name));
         ret = ia_new(name, datd_name, &ia);

@@ -291,7 +291,11 @@ _public_ DAT_RETURN dat_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_typ
                                    DAT_VLEN *registered_length, DAT_VADDR *registered_address)
 {
         FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
-                                    foreign_no_libdat_handles(1, pz_handle, DAT_INVALID_HANDLE_PZ),
+                                    (2, pz_handle, DAT_INVALID_HANDLE_PZ,
+                                     mem_type == DAT_MEM_TYPE_LMR
+                                             ? region_description.for_lmr_handle
+                                             : DAT_HANDLE_NULL,
+                                     DAT_INVALID_HANDLE_LMR),
                                     lmr_create_func, mem_type, region_description, length,
                                     pz_handle, privileges, va_type, lmr_handle, lmr_context,
                                     rmr_context, registered_length, registered_address);

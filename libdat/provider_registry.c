@@ -35,7 +35,7 @@ static struct registration *find_locked(const char *name)
 }
 
 /* Under lock: false when PROVIDER_KNOWN_MAX distinct providers came
- * already. */
+ * already (provider_registry.h). */
 static bool remember_locked(const DAT_PROVIDER *provider)
 {
         unsigned n = provider_registry_n_known;

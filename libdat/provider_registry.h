@@ -71,8 +71,11 @@ static inline bool provider_registry_used(void)
 
 /* Every provider that ever registered, never shrinking (a removed
  * provider's objects stay its own): appended under the registry's lock,
- * the count published last. */
-#define PROVIDER_KNOWN_MAX 256
+ * the count published last.  A provider library that makes a new
+ * DAT_PROVIDER at each dat_provider_init (DAPL's) takes one more slot at
+ * each removal and open again; past PROVIDER_KNOWN_MAX distinct ones,
+ * dat_registry_add_provider answers DAT_INSUFFICIENT_RESOURCES. */
+#define PROVIDER_KNOWN_MAX 1024
 extern const DAT_PROVIDER *provider_registry_known_list[PROVIDER_KNOWN_MAX];
 extern unsigned provider_registry_n_known;
 

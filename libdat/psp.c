@@ -23,7 +23,7 @@ _public_ DAT_RETURN dat_psp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_q
                                    DAT_PSP_HANDLE *psp_handle)
 {
         FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
-                                    foreign_no_libdat_handles(1, evd_handle, DAT_INVALID_HANDLE_EVD_CR),
+                                    (1, evd_handle, DAT_INVALID_HANDLE_EVD_CR),
                                     psp_create_func, conn_qual, evd_handle, psp_flags, psp_handle);
         struct listener *l;
         DAT_RETURN ret;
@@ -48,7 +48,7 @@ _public_ DAT_RETURN dat_psp_create_any(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL *c
                                        DAT_PSP_HANDLE *psp_handle)
 {
         FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
-                                    foreign_no_libdat_handles(1, evd_handle, DAT_INVALID_HANDLE_EVD_CR),
+                                    (1, evd_handle, DAT_INVALID_HANDLE_EVD_CR),
                                     psp_create_any_func, conn_qual, evd_handle, psp_flags,
                                     psp_handle);
         struct listener *l;

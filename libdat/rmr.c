@@ -244,8 +244,8 @@ _public_ DAT_RETURN dat_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_h
                                  DAT_RMR_CONTEXT *context)
 {
         FOREIGN_DISPATCH_GUARDED(rmr_handle,
-                                 foreign_no_libdat_handles(2, lmr_handle, DAT_INVALID_HANDLE_LMR,
-                                                           ep_handle, DAT_INVALID_HANDLE_EP),
+                                 (2, lmr_handle, DAT_INVALID_HANDLE_LMR,
+                                  ep_handle, DAT_INVALID_HANDLE_EP),
                                  rmr_bind_func, rmr_handle, lmr_handle, lmr_triplet, mem_priv,
                                  va_type, ep_handle, user_cookie, completion_flags, context);
         struct rmr *rmr = rmr_lookup(rmr_handle);

@@ -14,8 +14,8 @@ _public_ DAT_RETURN dat_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_q
                                    DAT_RSP_HANDLE *rsp_handle)
 {
         FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
-                                    foreign_no_libdat_handles(2, ep_handle, DAT_INVALID_HANDLE_EP,
-                                                              evd_handle, DAT_INVALID_HANDLE_EVD_CR),
+                                    (2, ep_handle, DAT_INVALID_HANDLE_EP,
+                                     evd_handle, DAT_INVALID_HANDLE_EVD_CR),
                                     rsp_create_func, conn_qual, ep_handle, evd_handle, rsp_handle);
         struct listener *l;
         DAT_RETURN ret;

@@ -170,7 +170,7 @@ _public_ DAT_RETURN dat_srq_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
                                    DAT_SRQ_ATTR *srq_attr, DAT_SRQ_HANDLE *srq_handle)
 {
         FOREIGN_DISPATCH_IA_GUARDED(ia_handle,
-                                    foreign_no_libdat_handles(1, pz_handle, DAT_INVALID_HANDLE_PZ),
+                                    (1, pz_handle, DAT_INVALID_HANDLE_PZ),
                                     srq_create_func, pz_handle, srq_attr, srq_handle);
         struct ia *ia = ia_lookup(ia_handle);
         struct pz *pz = pz_lookup(pz_handle);

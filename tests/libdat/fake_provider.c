@@ -21,7 +21,7 @@
 
 _public_ struct fake_provider_log fake_provider_log;
 
-static DAT_PROVIDER provider;
+static DAT_PROVIDER provider, provider2;
 
 /* Every object: the redirection convention's provider pointer first. */
 struct fake_object {
@@ -30,6 +30,7 @@ struct fake_object {
         DAT_HANDLE_TYPE type;
         struct fake_object *ia;
         struct fake_object *async_evd;  /* an IA's, made by its open */
+        int children;                   /* an IA's objects but that EVD */
         DAT_CONTEXT context;
 };
 
@@ -42,15 +43,19 @@ static void note(const char *call, DAT_HANDLE handle)
         fake_provider_log.calls++;
 }
 
-static struct fake_object *new_object(DAT_HANDLE_TYPE type, struct fake_object *ia)
+/* An IA (ia NULL) of table p, or an object of IA ia (p NULL). */
+static struct fake_object *new_object(DAT_HANDLE_TYPE type, struct fake_object *ia,
+                                      const DAT_PROVIDER *p)
 {
         struct fake_object *o = calloc(1, sizeof(*o));
 
         if (o) {
-                o->provider = &provider;
+                o->provider = ia ? ia->provider : p;
                 o->magic = FAKE_MAGIC;
                 o->type = type;
                 o->ia = ia ? ia : o;
+                if (ia)
+                        ia->children++;
                 fake_provider_log.live_objects++;
         }
         return o;
@@ -73,16 +78,18 @@ static DAT_RETURN free_object(DAT_HANDLE h, DAT_HANDLE_TYPE type, const char *ca
         note(call, h);
         if (!o)
                 return DAT_INVALID_HANDLE;
+        if (o->ia != o)
+                o->ia->children--;  /* ia_close frees the IA's async EVD first */
         o->magic = 0;
         free(o);
         fake_provider_log.live_objects--;
         return DAT_SUCCESS;
 }
 
-static DAT_RETURN fake_ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *async_evd,
-                               DAT_IA_HANDLE *ia_handle)
+static DAT_RETURN open_ia(const DAT_PROVIDER *p, const DAT_NAME_PTR name, DAT_COUNT qlen,
+                          DAT_EVD_HANDLE *async_evd, DAT_IA_HANDLE *ia_handle)
 {
-        struct fake_object *ia = new_object(DAT_HANDLE_TYPE_IA, NULL);
+        struct fake_object *ia = new_object(DAT_HANDLE_TYPE_IA, NULL, p);
 
         note("ia_open", DAT_HANDLE_NULL);
         snprintf(fake_provider_log.opened_name, sizeof(fake_provider_log.opened_name), "%s", name);
@@ -90,9 +97,21 @@ static DAT_RETURN fake_ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_
         if (!ia)
                 return DAT_INSUFFICIENT_RESOURCES;
         if (*async_evd == DAT_HANDLE_NULL)
-                *async_evd = ia->async_evd = new_object(DAT_HANDLE_TYPE_EVD, ia);
+                *async_evd = ia->async_evd = new_object(DAT_HANDLE_TYPE_EVD, ia, NULL);
         *ia_handle = ia;
         return DAT_SUCCESS;
+}
+
+static DAT_RETURN fake_ia_open(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *async_evd,
+                               DAT_IA_HANDLE *ia_handle)
+{
+        return open_ia(&provider, name, qlen, async_evd, ia_handle);
+}
+
+static DAT_RETURN fake_ia_open2(const DAT_NAME_PTR name, DAT_COUNT qlen,
+                                DAT_EVD_HANDLE *async_evd, DAT_IA_HANDLE *ia_handle)
+{
+        return open_ia(&provider2, name, qlen, async_evd, ia_handle);
 }
 
 static DAT_RETURN fake_ia_close(DAT_IA_HANDLE ia, DAT_CLOSE_FLAGS flags)
@@ -100,6 +119,12 @@ static DAT_RETURN fake_ia_close(DAT_IA_HANDLE ia, DAT_CLOSE_FLAGS flags)
         struct fake_object *o = object_of(ia, DAT_HANDLE_TYPE_IA);
 
         fake_provider_log.close_flags = flags;
+        /* dat_ia_close(3DAT): a graceful close with objects left (its
+         * async EVD aside) fails. */
+        if (o && o->children > (o->async_evd ? 1 : 0) && flags == DAT_CLOSE_GRACEFUL_FLAG) {
+                note("ia_close", ia);
+                return DAT_INVALID_STATE;
+        }
         if (o && o->async_evd)
                 (void)free_object(o->async_evd, DAT_HANDLE_TYPE_EVD, "ia_close");
         return free_object(ia, DAT_HANDLE_TYPE_IA, "ia_close");
@@ -157,7 +182,7 @@ static DAT_RETURN fake_pz_create(DAT_IA_HANDLE ia, DAT_PZ_HANDLE *pz)
         note("pz_create", ia);
         if (!o)
                 return DAT_INVALID_HANDLE;
-        *pz = new_object(DAT_HANDLE_TYPE_PZ, o);
+        *pz = new_object(DAT_HANDLE_TYPE_PZ, o, NULL);
         return DAT_SUCCESS;
 }
 
@@ -187,7 +212,7 @@ static DAT_RETURN fake_ep_create(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EVD_HAN
         note("ep_create", ia);
         if (!o)
                 return DAT_INVALID_HANDLE;
-        *ep = new_object(DAT_HANDLE_TYPE_EP, o);
+        *ep = new_object(DAT_HANDLE_TYPE_EP, o, NULL);
         return DAT_SUCCESS;
 }
 
@@ -285,6 +310,13 @@ static DAT_PROVIDER provider = {
 _public_ const DAT_PROVIDER *fake_provider_table(void)
 {
         return &provider;
+}
+
+_public_ const DAT_PROVIDER *fake_provider_table2(void)
+{
+        provider2 = provider;
+        provider2.ia_open_func = fake_ia_open2;
+        return &provider2;
 }
 
 _public_ void dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance_data)

@@ -30,7 +30,10 @@ struct fake_provider_log {
 
 extern struct fake_provider_log fake_provider_log;
 
-/* Its DAT_PROVIDER, for a test that registers it by hand. */
+/* Its DAT_PROVIDER, for a test that registers it by hand; and a second
+ * one, another provider (the same functions: an IA it opens and that IA's
+ * objects name the second table). */
 const DAT_PROVIDER *fake_provider_table(void);
+const DAT_PROVIDER *fake_provider_table2(void);
 
 #endif

@@ -9,10 +9,12 @@
 
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <dat2/dat_ib_extensions.h>
 #include <dat2/dat_registry.h>
 #include <dat2/udat.h>
 
@@ -40,7 +42,7 @@ static void setup(void)
         setenv("DATD_SOCKET", "/nonexistent/datd.sock", 1);
 }
 
-TestSuite(providers, .init = setup, .timeout = 30);
+TestSuite(providers, .init = setup, .timeout = 60);
 
 /* What the provider library saw: the one libdat loaded (RTLD_NOLOAD), or
  * loaded here for a test that registers it by hand. */
@@ -275,6 +277,121 @@ Test(providers, a_handle_no_provider_owns_is_still_invalid)
         cr_expect_eq(log->calls, calls, "a call on the closed IA reached the provider");
 }
 
+Test(providers, a_value_that_cannot_be_an_object_is_never_read)
+{
+        DAT_EVD_HANDLE evd;
+        DAT_IA_HANDLE ia = open_fake(&evd);
+        static const void *junk[4] = { "not a provider" };
+        DAT_IA_HANDLE mapped;
+        DAT_EVENT event;
+
+        /* With a provider registered, what is not libdat's is read as a
+         * provider's object, unless it cannot be an address: none of these
+         * faults. */
+        cr_expect_eq(dat_evd_dequeue(DAT_EVD_ASYNC_EXISTS, &event),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1));
+        cr_expect_eq(dat_evd_dequeue(DAT_EVD_OUT_OF_SCOPE, &event),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1));
+        cr_expect_eq(dat_evd_dequeue((DAT_EVD_HANDLE)0x1234, &event),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1));
+        cr_expect_eq(dat_ia_close((DAT_IA_HANDLE)0x10, DAT_CLOSE_ABRUPT_FLAG),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(dats_get_ia_handle((DAT_IA_HANDLE)0x1, &mapped),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        /* Off a pointer's alignment. */
+        cr_expect_eq(dat_evd_dequeue((DAT_EVD_HANDLE)((char *)junk + 1), &event),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1));
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+struct opener {
+        pthread_barrier_t *go;
+        DAT_IA_HANDLE ia;
+        DAT_RETURN ret;
+};
+
+static void *open_at_once(void *arg)
+{
+        struct opener *o = arg;
+        DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+
+        pthread_barrier_wait(o->go);
+        o->ret = dat_ia_open("fake", 8, &evd, &o->ia);
+        return NULL;
+}
+
+Test(providers, first_opens_at_once_initialize_the_library_once)
+{
+        enum { N = 8 };
+        struct opener o[N];
+        pthread_barrier_t go;
+        pthread_t t[N];
+
+        pthread_barrier_init(&go, NULL, N);
+        for (int i = 0; i < N; i++) {
+                o[i] = (struct opener){ .go = &go };
+                cr_assert_eq(pthread_create(&t[i], NULL, open_at_once, &o[i]), 0);
+        }
+        for (int i = 0; i < N; i++)
+                pthread_join(t[i], NULL);
+        /* A second init would fail to register, and DAPL's providers then
+         * free the provider the first one registered. */
+        cr_expect_eq(provider_log(false)->inits, 1);
+        for (int i = 0; i < N; i++) {
+                cr_expect_eq(o[i].ret, DAT_SUCCESS, "open %d: 0x%08x", i, o[i].ret);
+                cr_expect_eq(dat_ia_close(o[i].ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        }
+        pthread_barrier_destroy(&go);
+}
+
+Test(providers, its_ia_closes_by_the_handle_it_gave_itself_too)
+{
+        DAT_PROVIDER_INFO info = { .ia_name = "fake", .dapl_version_major = 2 };
+        DAT_EVD_HANDLE evd;
+        DAT_IA_HANDLE ia = open_fake(&evd), pia = provider_ia(ia);
+        DAT_IA_ATTR attr;
+
+        cr_expect_eq(dat_ia_close(pia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        cr_expect_eq(provider_log(false)->last_handle, pia);
+        /* libdat's handle of it went with it, and so did its open count. */
+        cr_expect_eq(dat_ia_query(ia, NULL, DAT_IA_FIELD_IA_ADAPTER_NAME, &attr, 0, NULL),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(dat_registry_remove_provider(provider_table(), &info), DAT_SUCCESS);
+}
+
+Test(providers, a_close_it_refuses_leaves_the_ia_open)
+{
+        DAT_EVD_HANDLE evd;
+        DAT_IA_HANDLE ia = open_fake(&evd);
+        DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+        DAT_IA_ATTR attr;
+
+        cr_assert_eq(dat_pz_create(ia, &pz), DAT_SUCCESS);
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_INVALID_STATE);
+        cr_expect_eq(dat_ia_query(ia, NULL, DAT_IA_FIELD_IA_ADAPTER_NAME, &attr, 0, NULL),
+                     DAT_SUCCESS);
+        cr_expect_eq(dat_pz_free(pz), DAT_SUCCESS);
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+        cr_expect_eq(provider_log(false)->live_objects, 0);
+}
+
+Test(providers, the_ib_query_open_and_close_of_its_ia_go_through_libdat)
+{
+        DAT_PROVIDER_INFO info = { .ia_name = "fake", .dapl_version_major = 2 };
+        DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+        DAT_IA_ATTR attr;
+
+        cr_assert_eq(dat_ib_open_query("fake", &ia, DAT_IA_FIELD_IA_ADAPTER_NAME, &attr, 0, NULL),
+                     DAT_SUCCESS);
+        cr_expect_str_eq(attr.adapter_name, "fake adapter");
+        cr_expect_eq(dat_registry_remove_provider(provider_table(), &info),
+                     ERR(DAT_PROVIDER_IN_USE, 0));
+        cr_expect_eq(dat_ib_close_query(ia), DAT_SUCCESS);
+        cr_expect_str_eq(provider_log(false)->last_call, "ia_close");
+        cr_expect_eq(dat_registry_remove_provider(provider_table(), &info), DAT_SUCCESS);
+        cr_expect_eq(provider_log(false)->live_objects, 0);
+}
+
 Test(providers, a_provider_with_open_ias_is_in_use_and_its_name_comes_back_after)
 {
         DAT_PROVIDER_INFO info = { .ia_name = "fake", .dapl_version_major = 2 };
@@ -347,7 +464,7 @@ Test(providers, libdat_objects_are_not_handed_to_another_provider)
         cr_expect_eq(dat_ia_open("fake", 8, &evd, &ia),
                      ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_ASYNC));
         cr_expect_eq(ia, DAT_HANDLE_NULL);
-        log = provider_log(false);
+        log = provider_log(true);
         cr_expect_eq(log->live_objects, 0);
         /* In a call on the provider's objects, none of libdat's goes along. */
         ia = open_fake(&async_evd);
@@ -362,6 +479,58 @@ Test(providers, libdat_objects_are_not_handed_to_another_provider)
         cr_expect_eq(ep, DAT_HANDLE_NULL);
         cr_expect_eq(dat_pz_free(pz), DAT_SUCCESS);
         cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+Test(providers, another_providers_object_is_not_handed_to_one)
+{
+        DAT_PROVIDER_INFO info = { .ia_name = "fake-2", .dapl_version_major = 2 };
+        const DAT_PROVIDER *(*table2)(void);
+        DAT_EVD_HANDLE evd1, evd2 = DAT_HANDLE_NULL;
+        DAT_IA_HANDLE ia1 = open_fake(&evd1), ia2 = DAT_HANDLE_NULL;
+        DAT_PZ_HANDLE pz1 = DAT_HANDLE_NULL, pz2 = DAT_HANDLE_NULL;
+        DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+        DAT_LMR_CONTEXT lmr_context;
+        DAT_RMR_CONTEXT rmr_context;
+        DAT_VLEN reg_len;
+        DAT_VADDR reg_addr;
+        DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+        struct fake_provider_log *log = provider_log(false);
+        void *lib = dlopen(FAKE_PROVIDER_PATH, RTLD_NOW | RTLD_NOLOAD);
+        unsigned calls;
+
+        *(void **)&table2 = dlsym(lib, "fake_provider_table2");
+        cr_assert_not_null(table2);
+        cr_assert_eq(dat_registry_add_provider(table2(), &info), DAT_SUCCESS);
+        cr_assert_eq(dat_ia_open("fake-2", 8, &evd2, &ia2), DAT_SUCCESS);
+        cr_expect_eq(provider_of(provider_ia(ia2)), table2());
+        cr_assert_eq(dat_pz_create(ia1, &pz1), DAT_SUCCESS);
+        cr_assert_eq(dat_pz_create(ia2, &pz2), DAT_SUCCESS);
+        calls = log->calls;
+        cr_expect_eq(dat_ep_create(ia1, pz2, evd1, evd1, evd1, NULL, &ep),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ));
+        cr_expect_eq(dat_ep_create(ia1, pz1, evd1, evd2, evd1, NULL, &ep),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST));
+        /* A handle inside the region of an LMR create counts too. */
+        cr_expect_eq(dat_lmr_create(ia1, DAT_MEM_TYPE_LMR,
+                                    (DAT_REGION_DESCRIPTION){ .for_lmr_handle = pz2 }, 64, pz1,
+                                    DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lmr_context,
+                                    &rmr_context, &reg_len, &reg_addr),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR));
+        cr_expect_eq(log->calls, calls, "a call with another provider's object went through");
+        cr_expect_eq(ep, DAT_HANDLE_NULL);
+        /* The async EVD of an open is the provider's own, or none. */
+        {
+                DAT_EVD_HANDLE other = evd2;
+                DAT_IA_HANDLE ia3 = DAT_HANDLE_NULL;
+
+                cr_expect_eq(dat_ia_open("fake", 8, &other, &ia3),
+                             ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_ASYNC));
+                cr_expect_eq(ia3, DAT_HANDLE_NULL);
+        }
+        cr_expect_eq(dat_pz_free(pz1), DAT_SUCCESS);
+        cr_expect_eq(dat_pz_free(pz2), DAT_SUCCESS);
+        cr_expect_eq(dat_ia_close(ia2, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        cr_expect_eq(dat_ia_close(ia1, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 }
 
 /* ---- registration by hand ------------------------------------------------ */
@@ -421,6 +590,14 @@ Test(providers, an_application_may_register_a_provider_itself)
         cr_assert_eq(dat_ia_open("app-fake", 8, &evd, &ia), DAT_SUCCESS);
         cr_expect_str_eq(provider_log(false)->opened_name, "app-fake");
         cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        /* An IA it opened through the provider's own table is the
+         * provider's to close. */
+        evd = DAT_HANDLE_NULL;
+        ia = DAT_HANDLE_NULL;
+        cr_assert_eq(provider_table()->ia_open_func("app-fake", 8, &evd, &ia), DAT_SUCCESS);
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        cr_expect_str_eq(provider_log(false)->last_call, "ia_close");
+        cr_expect_eq(provider_log(false)->last_handle, ia);
 }
 
 Test(providers, the_list_has_the_entries_of_other_libraries)
