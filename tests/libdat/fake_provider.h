@@ -7,6 +7,8 @@
 #include <dat2/dat_registry.h>
 #include <dat2/udat.h>
 
+#define FAKE_LOG_ARGS 12
+
 struct fake_provider_log {
         unsigned inits, finis;                  /* dat_provider_init / _fini calls */
         DAT_PROVIDER_INFO init_info;            /* the last init's */
@@ -26,6 +28,14 @@ struct fake_provider_log {
         const DAT_RMR_TRIPLET *remote;          /* the last RDMA post's */
         DAT_TIMEOUT wait_timeout;               /* evd_wait's */
         int ext_op, ext_arg;                    /* handle_extendedop's */
+        /* The last call's arguments after its handle, in their order:
+         * integers as themselves (converted to uint64_t, so a negative
+         * DAT_COUNT sign-extends), pointers as their address, a struct or
+         * union by its fields (DAT_OS_WAIT_PROXY_AGENT: instance_data,
+         * proxy_agent_func; a cookie or context: as_64; a region
+         * description: its first word). */
+        uint64_t args[FAKE_LOG_ARGS];
+        int nargs;
 };
 
 extern struct fake_provider_log fake_provider_log;
@@ -35,5 +45,19 @@ extern struct fake_provider_log fake_provider_log;
  * objects name the second table). */
 const DAT_PROVIDER *fake_provider_table(void);
 const DAT_PROVIDER *fake_provider_table2(void);
+
+/* The table with every slot libdat dispatches to: what dat_provider_init
+ * registers when its instance data is FAKE_PROVIDER_ALL_SLOTS (the default
+ * table leaves some NULL, for the test of what a provider leaves out). */
+#define FAKE_PROVIDER_ALL_SLOTS "all-slots"
+const DAT_PROVIDER *fake_provider_table_all(void);
+
+/* A connection request of the IA of the provider's object h, since no
+ * event of the fake ever carries one (DAT_HANDLE_NULL if h is none of
+ * its objects); and the DAT_HANDLE_TYPE of the provider's object h, or
+ * -1 if it is none (what libdat cannot tell the test: the fake's own
+ * answer, without a call through libdat). */
+DAT_CR_HANDLE fake_provider_new_cr(DAT_HANDLE h);
+int fake_provider_object_type(DAT_HANDLE h);
 
 #endif

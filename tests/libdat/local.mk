@@ -92,4 +92,16 @@ tests_libdat_test_providers_CFLAGS = $(libdat_test_cflags) \
 tests_libdat_test_providers_LDADD = tests/libdat/libdattest.la libdat/libdat2.la $(CRITERION_LIBS) \
 	-lpthread
 EXTRA_tests_libdat_test_providers_DEPENDENCIES = tests/libdat/fake_provider.la
+
+# Every entry point taking a handle, on the provider's objects: the slot,
+# the handle and each argument in its place (the provider's table of every
+# slot, its instance data "all-slots").
+libdat_tests += tests/libdat/test_provider_dispatch
+tests_libdat_test_provider_dispatch_SOURCES = tests/libdat/test_provider_dispatch.c \
+	tests/libdat/fake_provider.h
+tests_libdat_test_provider_dispatch_CFLAGS = $(libdat_test_cflags) \
+	-DFAKE_PROVIDER_PATH='"$(abs_builddir)/tests/libdat/.libs/fake_provider.so"'
+tests_libdat_test_provider_dispatch_LDADD = tests/libdat/libdattest.la libdat/libdat2.la \
+	$(CRITERION_LIBS) -lpthread
+EXTRA_tests_libdat_test_provider_dispatch_DEPENDENCIES = tests/libdat/fake_provider.la
 endif
