@@ -57,15 +57,23 @@ static bool name_is_valid(const DAT_PROVIDER_INFO *info)
         return len > 0 && len < sizeof(info->ia_name);
 }
 
-DAT_RETURN provider_registry_add(const DAT_PROVIDER *provider, const DAT_PROVIDER_INFO *info)
+/* The arguments' rules of both calls. */
+static DAT_RETURN check_args(const DAT_PROVIDER *provider, const DAT_PROVIDER_INFO *info)
 {
-        struct registration *free_slot = NULL;
-        DAT_RETURN ret = DAT_SUCCESS;
-
         if (!provider)
                 return DAT_ERR_ARG(1);
         if (!info || !name_is_valid(info))
                 return DAT_ERR_ARG(2);
+        return DAT_SUCCESS;
+}
+
+DAT_RETURN provider_registry_add(const DAT_PROVIDER *provider, const DAT_PROVIDER_INFO *info)
+{
+        struct registration *free_slot = NULL;
+        DAT_RETURN ret = check_args(provider, info);
+
+        if (ret != DAT_SUCCESS)
+                return ret;
         pthread_mutex_lock(&lock);
         for (unsigned i = 0; i < PROVIDER_REGISTRY_MAX && !free_slot; i++)
                 if (!table[i].used)
@@ -85,13 +93,11 @@ DAT_RETURN provider_registry_add(const DAT_PROVIDER *provider, const DAT_PROVIDE
 
 DAT_RETURN provider_registry_remove(const DAT_PROVIDER *provider, const DAT_PROVIDER_INFO *info)
 {
+        DAT_RETURN ret = check_args(provider, info);
         struct registration *r;
-        DAT_RETURN ret = DAT_SUCCESS;
 
-        if (!provider)
-                return DAT_ERR_ARG(1);
-        if (!info || !name_is_valid(info))
-                return DAT_ERR_ARG(2);
+        if (ret != DAT_SUCCESS)
+                return ret;
         pthread_mutex_lock(&lock);
         r = find_locked(info->ia_name);
         if (!r || r->provider != provider)

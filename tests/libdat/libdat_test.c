@@ -71,3 +71,15 @@ char *trace_capture_end(void)
         text = read_file_str(trace_path);
         return text ? text : strdup("");
 }
+
+void start_private_datd(struct datd_instance *d)
+{
+        char *bin = build_path("daemon/datd");
+        bool built = bin && access(bin, X_OK) == 0;
+
+        free(bin);
+        if (!built)
+                cr_skip_test("daemon/datd is not built in this tree");
+        cr_assert_eq(datd_start(d, NULL), 0, "datd did not start");
+        datd_export_env(d);
+}

@@ -621,14 +621,7 @@ static struct datd_instance datd;
 
 static void start_datd(void)
 {
-        char *bin = build_path("daemon/datd");
-        bool built = bin && access(bin, X_OK) == 0;
-
-        free(bin);
-        if (!built)
-                cr_skip_test("daemon/datd is not built in this tree");
-        cr_assert_eq(datd_start(&datd, NULL), 0, "datd did not start");
-        datd_export_env(&datd);
+        start_private_datd(&datd);
 }
 
 static void stop_datd(void)
