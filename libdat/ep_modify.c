@@ -301,10 +301,47 @@ static DAT_RETURN commit(struct ep *ep, const DAT_EP_PARAM *cur, const DAT_EP_PA
         return DAT_SUCCESS;
 }
 
+/* The handle a modify of another provider's EP hands it in the field of
+ * mask bit `field` (foreign.h): none where the mask leaves it alone. */
+static DAT_HANDLE modified_handle(const DAT_EP_PARAM *p, DAT_EP_PARAM_MASK mask,
+                                  DAT_EP_PARAM_MASK field)
+{
+        if (!p || !(mask & field))
+                return DAT_HANDLE_NULL;
+        switch (field) {
+        case DAT_EP_FIELD_PZ_HANDLE:
+                return p->pz_handle;
+        case DAT_EP_FIELD_RECV_EVD_HANDLE:
+                return p->recv_evd_handle;
+        case DAT_EP_FIELD_REQUEST_EVD_HANDLE:
+                return p->request_evd_handle;
+        case DAT_EP_FIELD_CONNECT_EVD_HANDLE:
+                return p->connect_evd_handle;
+        default:
+                return p->srq_handle;
+        }
+}
+
 _public_ DAT_RETURN dat_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_param_mask,
                                   const DAT_EP_PARAM *ep_param)
 {
-        FOREIGN_DISPATCH(ep_handle, ep_modify_func, ep_handle, ep_param_mask, ep_param);
+        FOREIGN_DISPATCH_GUARDED(ep_handle,
+                                 (5, modified_handle(ep_param, ep_param_mask,
+                                                     DAT_EP_FIELD_PZ_HANDLE),
+                                  DAT_INVALID_HANDLE_PZ,
+                                  modified_handle(ep_param, ep_param_mask,
+                                                  DAT_EP_FIELD_RECV_EVD_HANDLE),
+                                  DAT_INVALID_HANDLE_EVD_RECV,
+                                  modified_handle(ep_param, ep_param_mask,
+                                                  DAT_EP_FIELD_REQUEST_EVD_HANDLE),
+                                  DAT_INVALID_HANDLE_EVD_REQUEST,
+                                  modified_handle(ep_param, ep_param_mask,
+                                                  DAT_EP_FIELD_CONNECT_EVD_HANDLE),
+                                  DAT_INVALID_HANDLE_EVD_CONN,
+                                  modified_handle(ep_param, ep_param_mask,
+                                                  DAT_EP_FIELD_SRQ_HANDLE),
+                                  DAT_INVALID_HANDLE_SRQ),
+                                 ep_modify_func, ep_handle, ep_param_mask, ep_param);
         DAT_EP_PARAM cur, want;
         DAT_COUNT recvs;
         struct ep *ep;

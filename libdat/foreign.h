@@ -36,10 +36,6 @@
 #include "libdat/libdat.h"
 #include "libdat/provider_registry.h"
 
-/* A libdat handle kind of its own (no DAT_HANDLE_TYPE has it), so that no
- * lookup of libdat's own IA finds one. */
-#define DAT_HANDLE_TYPE_FOREIGN_IA ((DAT_HANDLE_TYPE)0x7e)
-
 /* Another provider's IA as the consumer holds it. */
 struct foreign_ia {
         struct dat_object obj;
@@ -57,6 +53,10 @@ static inline bool handle_is_libdats(DAT_HANDLE h)
 }
 
 bool foreign_ia_slow(DAT_HANDLE h, const DAT_PROVIDER **provider, DAT_IA_HANDLE *provider_ia);
+
+/* Whether a provider's own IA handle is that of an IA being closed
+ * (foreign.c; a list walk only while one is). */
+bool foreign_ia_closing(DAT_IA_HANDLE provider_ia);
 
 /* The lowest address a process can map (Linux's default vm.mmap_min_addr):
  * below it, and off a pointer's alignment, no object of any provider is. */
@@ -172,18 +172,21 @@ DAT_RETURN foreign_args_check(const DAT_PROVIDER *p, int n, ...);
 
 /* dat_ia_openv for a name the dynamic registry has, loading the library
  * dat.conf names for it first when it is another provider's (entry, may be
- * NULL).  DAT_PROVIDER_NOT_FOUND | DAT_NAME_NOT_REGISTERED when no
- * provider has the name; otherwise what the provider's ia_open says, with
- * *ia_handle a libdat handle of the IA. */
+ * NULL).  *registered says whether a provider had the name (the answer is
+ * then the open's, whatever it is: a provider's own DAT_PROVIDER_NOT_FOUND
+ * included); otherwise DAT_PROVIDER_NOT_FOUND and its subtype.  On success
+ * *ia_handle is a libdat handle of the IA. */
 DAT_RETURN foreign_ia_open(const char *name, const struct dat_conf_entry *entry,
                            DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE *async_evd_handle,
                            DAT_IA_HANDLE *ia_handle, DAT_UINT32 major, DAT_UINT32 minor,
-                           bool thread_safe);
+                           bool thread_safe, bool *registered);
 
 /* dat_ia_close of another provider's IA (foreign_ia(h) is true). */
 DAT_RETURN foreign_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS close_flags);
 
-/* dats_get_ia_handle of one: the provider's own handle. */
+/* dats_get_ia_handle of one: the provider's own handle.  A provider's own
+ * handle must be one of its IAs (its get_handle_type says so, where it has
+ * one). */
 bool foreign_ia_map(DAT_IA_HANDLE h, DAT_IA_HANDLE *provider_ia);
 
 #endif

@@ -94,10 +94,17 @@ static inline struct dat_object *dat_object_lookup(DAT_HANDLE handle, DAT_HANDLE
         return handle_table_lookup(handle, (int)type);
 }
 
-/* Same, for any type. */
+/* The handle table's record of another provider's IA (foreign.h): no DAT
+ * object of libdat's (no DAT_HANDLE_TYPE has this kind), so that no lookup
+ * of libdat's objects, of a kind or of any, finds one. */
+#define DAT_HANDLE_TYPE_FOREIGN_IA ((DAT_HANDLE_TYPE)0x7e)
+
+/* Same, for any type of libdat's objects. */
 static inline struct dat_object *dat_object_lookup_any(DAT_HANDLE handle)
 {
-        return handle_table_lookup(handle, -1);
+        struct dat_object *o = handle_table_lookup(handle, -1);
+
+        return o && o->ops->type != DAT_HANDLE_TYPE_FOREIGN_IA ? o : NULL;
 }
 
 /* The error for a bad handle of this type: DAT_INVALID_HANDLE with the

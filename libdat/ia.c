@@ -231,7 +231,7 @@ _public_ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_evd_ql
         char datd_name[DATP_NAME_MAX];
         struct dat_conf_entry entry;
         DAT_EVD_HANDLE evd_in;
-        bool ours_first;
+        bool ours_first, registered;
         struct ia *ia;
         DAT_RETURN ret;
 
@@ -248,8 +248,9 @@ _public_ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_evd_ql
         /* A name another provider registered goes to it (foreign.h). */
         if (provider_registry_used()) {
                 ret = foreign_ia_open(name, NULL, async_evd_qlen, async_evd_handle, ia_handle,
-                                      dat_major, dat_minor, thread_safety != DAT_FALSE);
-                if (ret != DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED))
+                                      dat_major, dat_minor, thread_safety != DAT_FALSE,
+                                      &registered);
+                if (registered || ret != DAT_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED))
                         return ret;
         }
         /* An async EVD of libdat's (or none) is checked first, as before
@@ -266,7 +267,8 @@ _public_ DAT_RETURN dat_ia_openv(const DAT_NAME_PTR name, DAT_COUNT async_evd_ql
                 return ret;
         if (!dat_conf_entry_is_ours(&entry))
                 return foreign_ia_open(name, &entry, async_evd_qlen, async_evd_handle, ia_handle,
-                                       dat_major, dat_minor, thread_safety != DAT_FALSE);
+                                       dat_major, dat_minor, thread_safety != DAT_FALSE,
+                                       &registered);
         if (!ours_first) {
                 ret = check_our_async_evd(evd_in, name);
                 if (ret != DAT_SUCCESS)

@@ -11,7 +11,9 @@
  * it exports what a provider library must (_public_) and its log. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -139,11 +141,16 @@ static DAT_RETURN check(DAT_HANDLE h, DAT_HANDLE_TYPE type)
 static DAT_RETURN open_ia(const DAT_PROVIDER *p, const DAT_NAME_PTR name, DAT_COUNT qlen,
                           DAT_EVD_HANDLE *async_evd, DAT_IA_HANDLE *ia_handle)
 {
-        struct fake_object *ia = new_object(DAT_HANDLE_TYPE_IA, NULL, p);
+        struct fake_object *ia;
 
         NOTE("ia_open", DAT_HANDLE_NULL, P(name), V(qlen), P(async_evd), P(ia_handle));
         snprintf(fake_provider_log.opened_name, sizeof(fake_provider_log.opened_name), "%s", name);
         fake_provider_log.async_qlen = qlen;
+        fake_provider_log.opens++;
+        /* As DAPL's ia_open answers when its device is not there. */
+        if (strcmp(fake_provider_log.instance_data, FAKE_PROVIDER_NO_DEVICE) == 0)
+                return DAT_CLASS_ERROR | DAT_PROVIDER_NOT_FOUND | DAT_NAME_NOT_REGISTERED;
+        ia = new_object(DAT_HANDLE_TYPE_IA, NULL, p);
         if (!ia)
                 return DAT_INSUFFICIENT_RESOURCES;
         if (*async_evd == DAT_HANDLE_NULL)
@@ -170,11 +177,36 @@ static DAT_RETURN fake_ia_open_all(const DAT_NAME_PTR name, DAT_COUNT qlen,
         return open_ia(&provider_all, name, qlen, async_evd, ia_handle);
 }
 
+/* fake_provider_hold_close: an ia_close waits for the test's release. */
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static bool holding;
+
+_public_ void fake_provider_hold_close(bool on)
+{
+        pthread_mutex_lock(&hold_lock);
+        holding = on;
+        pthread_cond_broadcast(&hold_cond);
+        pthread_mutex_unlock(&hold_lock);
+}
+
+static void wait_while_held(void)
+{
+        pthread_mutex_lock(&hold_lock);
+        if (holding)
+                __atomic_store_n(&fake_provider_log.closes_held, 1, __ATOMIC_RELEASE);
+        while (holding)
+                pthread_cond_wait(&hold_cond, &hold_lock);
+        pthread_mutex_unlock(&hold_lock);
+}
+
 static DAT_RETURN fake_ia_close(DAT_IA_HANDLE ia, DAT_CLOSE_FLAGS flags)
 {
         struct fake_object *o = object_of(ia, DAT_HANDLE_TYPE_IA);
 
         NOTE("ia_close", ia, V(flags));
+        __atomic_add_fetch(&fake_provider_log.closes, 1, __ATOMIC_RELAXED);
+        wait_while_held();
         fake_provider_log.close_flags = flags;
         if (!o)
                 return DAT_INVALID_HANDLE;

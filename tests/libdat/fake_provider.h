@@ -2,6 +2,7 @@
 #ifndef DATD_TESTS_LIBDAT_FAKE_PROVIDER_H
 #define DATD_TESTS_LIBDAT_FAKE_PROVIDER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <dat2/dat_registry.h>
@@ -15,6 +16,8 @@ struct fake_provider_log {
         char instance_data[256];
         DAT_RETURN register_result;             /* its dat_registry_add_provider's */
         unsigned calls;                         /* calls that reached an object */
+        unsigned opens, closes;                 /* ia_open / ia_close calls */
+        int closes_held;                        /* an ia_close waits (hold_close) */
         char last_call[64];                     /* "pz_create", ... */
         DAT_HANDLE last_handle;                 /* the handle that call got */
         char opened_name[DAT_NAME_MAX_LENGTH];  /* ia_open's */
@@ -50,6 +53,14 @@ const DAT_PROVIDER *fake_provider_table2(void);
  * registers when its instance data is FAKE_PROVIDER_ALL_SLOTS (the default
  * table leaves some NULL, for the test of what a provider leaves out). */
 #define FAKE_PROVIDER_ALL_SLOTS "all-slots"
+
+/* Instance data with which its ia_open answers DAT_PROVIDER_NOT_FOUND |
+ * DAT_NAME_NOT_REGISTERED, as DAPL's does without its device. */
+#define FAKE_PROVIDER_NO_DEVICE "no-device"
+
+/* While on, its ia_close waits until it is turned off (closes_held says
+ * one waits). */
+void fake_provider_hold_close(bool on);
 const DAT_PROVIDER *fake_provider_table_all(void);
 
 /* A connection request of the IA of the provider's object h, since no

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -103,6 +104,18 @@ Test(ia_open, an_unknown_name_with_the_default_registry_names_the_default_file)
         cr_expect_not_null(strstr(trace, SYSCONFDIR "/dat.conf"), "trace: %s", trace);
         cr_expect_not_null(strstr(trace, "(DAT_OVERRIDE unset)"), "trace: %s", trace);
         free(trace);
+}
+
+Test(ia_open, a_bad_async_evd_is_found_before_the_registry_is_read)
+{
+        /* With libdat's tag, as its own handles have: refused whatever the
+         * name, before dat.conf is looked at, as before other providers. */
+        DAT_EVD_HANDLE evd = (DAT_EVD_HANDLE)(uintptr_t)0xda7a000000000001ull;
+        DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+
+        cr_expect_eq(dat_ia_open("surely-no-such-ia", 8, &evd, &ia),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_ASYNC));
+        cr_expect_eq(ia, DAT_HANDLE_NULL);
 }
 
 Test(ia_open, another_major_version_is_not_found)

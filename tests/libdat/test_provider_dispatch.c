@@ -354,7 +354,8 @@ Test(dispatch, ep_create_query_connect)
         DAT_SRQ_HANDLE srq = DAT_HANDLE_NULL;
         DAT_EP_ATTR attr = { 0 };
         DAT_EP_HANDLE ep = DAT_HANDLE_NULL, ep2 = DAT_HANDLE_NULL;
-        DAT_EP_PARAM param, param2;
+        DAT_EP_PARAM param, param2 = { .pz_handle = pz, .recv_evd_handle = recv,
+                                       .connect_evd_handle = connect };
         DAT_SOCK_ADDR addr;
         char pd[8], pd2[8];
         DAT_EP_STATE state = 0;

@@ -32,6 +32,7 @@ static const char *const conf =
         "fake-silent u2.0 threadsafe nondefault " FAKE_PROVIDER_PATH " fake.2.0 \"no-register\" \"\"\n"
         "fake-missing u2.0 threadsafe nondefault /nonexistent/libnothing.so.2 fake.2.0 \"\" \"\"\n"
         "fake-noinit u2.0 threadsafe nondefault libm.so.6 fake.2.0 \"\" \"\"\n"
+        "fake-nodev u2.0 threadsafe nondefault " FAKE_PROVIDER_PATH " fake.2.0 \"" FAKE_PROVIDER_NO_DEVICE "\" \"\"\n"
         "ofa-v2-ib0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 \"ib0 0\" \"\"\n"
         "datd-shm u2.0 threadsafe default libdat2.so.2 datd.2.0 \"shm\" \"\"\n";
 
@@ -392,6 +393,103 @@ Test(providers, the_ib_query_open_and_close_of_its_ia_go_through_libdat)
         cr_expect_eq(provider_log(false)->live_objects, 0);
 }
 
+struct closer {
+        DAT_IA_HANDLE ia;
+        DAT_RETURN ret;
+};
+
+static void *close_ia(void *arg)
+{
+        struct closer *c = arg;
+
+        c->ret = dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
+        return NULL;
+}
+
+Test(providers, an_ia_being_closed_is_nobodys_to_call)
+{
+        void *lib = dlopen(FAKE_PROVIDER_PATH, RTLD_NOW);
+        void (*hold)(bool);
+        DAT_EVD_HANDLE evd;
+        DAT_IA_HANDLE ia = open_fake(&evd), pia = provider_ia(ia), mapped;
+        struct fake_provider_log *log = provider_log(false);
+        struct closer c = { .ia = ia };
+        DAT_HANDLE_TYPE type;
+        DAT_IA_ATTR attr;
+        unsigned closes;
+        pthread_t t;
+
+        *(void **)&hold = dlsym(lib, "fake_provider_hold_close");
+        cr_assert_not_null(hold);
+        hold(true);
+        cr_assert_eq(pthread_create(&t, NULL, close_ia, &c), 0);
+        while (!__atomic_load_n(&log->closes_held, __ATOMIC_ACQUIRE))
+                usleep(1000);
+        closes = log->closes;
+        /* The close is at the provider: by either handle, the IA is gone. */
+        cr_expect_eq(dat_ia_query(ia, NULL, DAT_IA_FIELD_IA_ADAPTER_NAME, &attr, 0, NULL),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(dat_ia_query(pia, NULL, DAT_IA_FIELD_IA_ADAPTER_NAME, &attr, 0, NULL),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(dat_ia_close(pia, DAT_CLOSE_ABRUPT_FLAG),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(DAT_GET_TYPE(dat_get_handle_type(ia, &type)), DAT_INVALID_HANDLE);
+        cr_expect_eq(dats_get_ia_handle(ia, &mapped), ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(log->closes, closes, "the provider got a second close");
+        hold(false);
+        pthread_join(t, NULL);
+        cr_expect_eq(c.ret, DAT_SUCCESS);
+}
+
+Test(providers, only_its_ias_are_closed_or_mapped_as_ias)
+{
+        DAT_EVD_HANDLE evd;
+        DAT_IA_HANDLE ia = open_fake(&evd), mapped;
+        struct fake_provider_log *log = provider_log(false);
+        DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+        unsigned closes;
+
+        cr_assert_eq(dat_pz_create(ia, &pz), DAT_SUCCESS);
+        closes = log->closes;
+        cr_expect_eq(dats_get_ia_handle(pz, &mapped), ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(dat_ia_close(pz, DAT_CLOSE_ABRUPT_FLAG),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA));
+        cr_expect_eq(log->closes, closes, "a PZ went to the provider's ia_close");
+        cr_expect_eq(dat_pz_free(pz), DAT_SUCCESS);
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+Test(providers, its_own_not_found_is_its_answer)
+{
+        DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+        DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+
+        /* DAPL's providers answer so without their device: the name is
+         * still theirs, and no other open of it is tried. */
+        cr_expect_eq(dat_ia_open("fake-nodev", 8, &evd, &ia),
+                     ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED));
+        cr_expect_eq(provider_log(false)->opens, 1);
+        cr_expect_eq(dat_ia_open("fake-nodev", 8, &evd, &ia),
+                     ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED));
+        cr_expect_eq(provider_log(false)->opens, 2);
+        cr_expect_eq(provider_log(false)->inits, 1);
+}
+
+Test(providers, an_async_evd_that_is_no_object_is_refused_unread)
+{
+        /* Aligned, in the user half, and unmapped: libdat reads it safely
+         * before any provider gets it. */
+        DAT_EVD_HANDLE evd = (DAT_EVD_HANDLE)(uintptr_t)0x7e0000000000ull;
+        DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+
+        cr_expect_eq(dat_ia_open("fake", 8, &evd, &ia),
+                     ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_ASYNC));
+        cr_expect_eq(ia, DAT_HANDLE_NULL);
+        cr_expect_eq(provider_log(false)->opens, 0);
+}
+
 Test(providers, a_provider_with_open_ias_is_in_use_and_its_name_comes_back_after)
 {
         DAT_PROVIDER_INFO info = { .ia_name = "fake", .dapl_version_major = 2 };
@@ -516,6 +614,18 @@ Test(providers, another_providers_object_is_not_handed_to_one)
                                     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lmr_context,
                                     &rmr_context, &reg_len, &reg_addr),
                      ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR));
+        /* An EP modify hands the provider the handles its mask names. */
+        cr_assert_eq(dat_ep_create(ia1, pz1, evd1, evd1, evd1, NULL, &ep), DAT_SUCCESS);
+        calls = log->calls;
+        {
+                DAT_EP_PARAM param = { .pz_handle = pz2 };
+
+                cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_PZ_HANDLE, &param),
+                             ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ));
+        }
+        cr_expect_eq(dat_ep_free(ep), DAT_SUCCESS);
+        ep = DAT_HANDLE_NULL;
+        calls++;
         cr_expect_eq(log->calls, calls, "a call with another provider's object went through");
         cr_expect_eq(ep, DAT_HANDLE_NULL);
         /* The async EVD of an open is the provider's own, or none. */
@@ -608,11 +718,11 @@ Test(providers, the_list_has_the_entries_of_other_libraries)
         for (int i = 0; i < 8; i++)
                 list[i] = &info[i];
         cr_assert_eq(dat_registry_list_providers(8, &n, list), DAT_SUCCESS);
-        cr_assert_eq(n, 6);
+        cr_assert_eq(n, 7);
         cr_expect_str_eq(info[0].ia_name, "fake");
-        cr_expect_str_eq(info[4].ia_name, "ofa-v2-ib0");
-        cr_expect_eq(info[4].is_thread_safe, DAT_FALSE);
-        cr_expect_str_eq(info[5].ia_name, "datd-shm");
+        cr_expect_str_eq(info[5].ia_name, "ofa-v2-ib0");
+        cr_expect_eq(info[5].is_thread_safe, DAT_FALSE);
+        cr_expect_str_eq(info[6].ia_name, "datd-shm");
 }
 
 /* ---- beside datd's IAs ------------------------------------------------------ */
