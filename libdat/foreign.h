@@ -12,7 +12,8 @@
  * the same), and the provider's own IA handle, as its events and queries
  * give it, is taken too.
  *
- * libdat's handles carry a tag no pointer has (handle_table.h), so the
+ * libdat's handles carry a tag no pointer has on a 64-bit machine
+ * (handle_table.h; a 32-bit process could map that range), so the
  * look costs libdat's own calls one test of a flag that stays false until
  * a provider first registers.  With one registered, a handle that is
  * neither libdat's nor NULL is read as another provider's object: its
@@ -22,7 +23,7 @@
  * providers in one call are refused (DAT_INVALID_HANDLE): another
  * provider's object where libdat looks it up, and libdat's own or a third
  * provider's where the call goes to a provider (FOREIGN_DISPATCH_GUARDED);
- * handles inside dat_extension_op's variable arguments go as they are. *
+ * handles inside dat_extension_op's variable arguments go as they are.
  * A value that cannot be an object's address (NULL, DAT_EVD_ASYNC_EXISTS,
  * small or unaligned numbers, libdat's tagged handles) is never read. */
 #ifndef DATD_LIBDAT_FOREIGN_H
