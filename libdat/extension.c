@@ -160,7 +160,9 @@ _public_ DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP operatio
         /* Another provider's: the operation is its own, but for closing
          * an IA dat_ib_open_query opened, which is dat_ia_close's (libdat
          * holds that IA's record). */
-        if (operation != DAT_IB_CLOSE_QUERY_OP && foreign_ia(handle, &foreign_p, &foreign_h)) {
+        if (foreign_ia(handle, &foreign_p, &foreign_h)) {
+                if (operation == DAT_IB_CLOSE_QUERY_OP)
+                        return dat_ia_close(handle, DAT_CLOSE_ABRUPT_FLAG);
                 va_start(ap, operation);
                 ret = FOREIGN_CALL(foreign_p, handle_extendedop_func, foreign_h, operation, ap);
                 va_end(ap);
@@ -169,8 +171,6 @@ _public_ DAT_RETURN dat_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP operatio
         /* The generic entry point's own rule first: a handle no object has
          * is DAT_INVALID_HANDLE1 whatever the operation (its arguments are
          * not read); only dat_ib_open_query takes none. */
-        if (operation == DAT_IB_CLOSE_QUERY_OP && foreign_ia(handle, &foreign_p, &foreign_h))
-                return dat_ia_close(handle, DAT_CLOSE_ABRUPT_FLAG);
         if (operation != DAT_IB_OPEN_QUERY_OP && !dat_object_lookup_any(handle))
                 return DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
         va_start(ap, operation);

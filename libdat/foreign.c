@@ -136,23 +136,22 @@ DAT_RETURN foreign_ia_open(const char *name, const struct dat_conf_entry *entry,
         DAT_RETURN ret;
 
         *registered = false;
-        ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why, sizeof(why));
-        if (DAT_GET_SUBTYPE(ret) == DAT_NAME_NOT_REGISTERED && entry) {
-                /* dat_provider_init(3DAT): the library registers the name.
-                 * Once: a second init of a name registered meanwhile fails
-                 * in the provider, and DAPL's providers then free the
-                 * provider the first one registered. */
+        /* dat_provider_init(3DAT): the library dat.conf names registers the
+         * name.  Once: a second init of a name registered meanwhile fails
+         * in the provider, and DAPL's providers then free the provider the
+         * first one registered.  (Later opens find the name registered
+         * before dat.conf is read, and come here without an entry.) */
+        if (entry)
                 pthread_mutex_lock(&init_lock);
-                ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why,
-                                                sizeof(why));
-                if (DAT_GET_SUBTYPE(ret) == DAT_NAME_NOT_REGISTERED) {
-                        ret = provider_library_init(entry, why, sizeof(why));
-                        if (ret == DAT_SUCCESS)
-                                ret = provider_registry_acquire(name, major, minor, thread_safe,
-                                                                &p, why, sizeof(why));
-                }
-                pthread_mutex_unlock(&init_lock);
+        ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why, sizeof(why));
+        if (entry && DAT_GET_SUBTYPE(ret) == DAT_NAME_NOT_REGISTERED) {
+                ret = provider_library_init(entry, why, sizeof(why));
+                if (ret == DAT_SUCCESS)
+                        ret = provider_registry_acquire(name, major, minor, thread_safe, &p, why,
+                                                        sizeof(why));
         }
+        if (entry)
+                pthread_mutex_unlock(&init_lock);
         if (ret != DAT_SUCCESS) {
                 dat_trace("dat_ia_open(\"%s\"): %s", name, why);
                 return ret;

@@ -23,8 +23,6 @@ static struct registration table[PROVIDER_REGISTRY_MAX];
 const DAT_PROVIDER *provider_registry_known_list[PROVIDER_KNOWN_MAX];
 unsigned provider_registry_n_known;
 
-bool provider_registry_ever;
-
 /* Under lock. */
 static struct registration *find_locked(const char *name)
 {
@@ -46,7 +44,6 @@ static bool remember_locked(const DAT_PROVIDER *provider)
                 return false;
         provider_registry_known_list[n] = provider;
         __atomic_store_n(&provider_registry_n_known, n + 1, __ATOMIC_RELEASE);
-        __atomic_store_n(&provider_registry_ever, true, __ATOMIC_RELEASE);
         return true;
 }
 

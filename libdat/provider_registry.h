@@ -60,14 +60,6 @@ void provider_registry_release(const char *name);
  * loaded or has no dat_provider_init (why says which). */
 DAT_RETURN provider_library_init(const struct dat_conf_entry *entry, char *why, size_t why_len);
 
-/* True once any provider registered in this process: until then no
- * handle can be another provider's, and the entry points skip the look. */
-static inline bool provider_registry_used(void)
-{
-        extern bool provider_registry_ever;
-
-        return __builtin_expect(__atomic_load_n(&provider_registry_ever, __ATOMIC_RELAXED), 0);
-}
 
 /* Every provider that ever registered, never shrinking (a removed
  * provider's objects stay its own): appended under the registry's lock,
@@ -78,6 +70,13 @@ static inline bool provider_registry_used(void)
 #define PROVIDER_KNOWN_MAX 1024
 extern const DAT_PROVIDER *provider_registry_known_list[PROVIDER_KNOWN_MAX];
 extern unsigned provider_registry_n_known;
+
+/* True once any provider registered in this process: until then no
+ * handle can be another provider's, and the entry points skip the look. */
+static inline bool provider_registry_used(void)
+{
+        return __builtin_expect(__atomic_load_n(&provider_registry_n_known, __ATOMIC_RELAXED) != 0, 0);
+}
 
 /* Whether provider ever registered here (a handle whose first word names
  * it is that provider's object).  Lock-free, and inline: an entry point
