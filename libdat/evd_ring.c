@@ -576,12 +576,20 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
                         break;
                 }
                 n = ppoll(fds, 2, deadline->infinite ? NULL : &left, NULL);
-                /* A signal handler ran, or ppoll failed: the rest of this
-                 * sleep is the futex's, which restarts after a handler
-                 * with SA_RESTART and is interrupted by one without (ppoll
-                 * never restarts: every SIGCHLD would end the wait). */
+                /* A signal handler ran: the wait ends as an interrupted
+                 * futex sleep's does (dat_evd_wait(3DAT):
+                 * DAT_INTERRUPTED_CALL).  It has to end here: the
+                 * signal is delivered, and a futex sleep for the rest of
+                 * the wait (as this did) never sees it.  ppoll never
+                 * restarts, so a handler with SA_RESTART ends the wait
+                 * too, where the futex would restart: a signal did
+                 * interrupt it.  Another failure: the rest of this sleep
+                 * is the futex's. */
                 if (n < 0) {
-                        over = true;
+                        if (errno == EINTR)
+                                r = EINTR;
+                        else
+                                over = true;
                         break;
                 }
                 if (fds[1].revents & POLLIN) {
@@ -607,7 +615,7 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
         datd_conn_give_back(&ia->conn, was_reader);
         /* Sent away by progress_stop: the IA is closing, and its EVDs'
          * waiters are sent away next (DAT_ABORT). */
-        if (datd_conn_reader_evicted(&ia->conn))
+        if (datd_conn_reader_evicted(&ia->conn) && r != EINTR)
                 over = true;
         pthread_setcancelstate(cancel, NULL);
         if (over)

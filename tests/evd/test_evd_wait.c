@@ -6,7 +6,10 @@
 
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "libdat/datd_conn.h"
 #include "libdat/evd.h"
@@ -439,6 +442,96 @@ static double seconds(clockid_t clock)
 
         clock_gettime(clock, &ts);
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A waiter reading datd's socket, with its thread id for /proc. */
+struct reading_waiter {
+        DAT_EVD_HANDLE evd;
+        pid_t tid;
+        DAT_RETURN ret;
+        double took;
+};
+
+static void *reading_waiter_main(void *arg)
+{
+        struct reading_waiter *w = arg;
+        double start;
+        DAT_EVENT e;
+        DAT_COUNT n;
+
+        __atomic_store_n(&w->tid, gettid(), __ATOMIC_RELEASE);
+        start = seconds(CLOCK_MONOTONIC);
+        w->ret = dat_evd_wait(w->evd, 5u * 1000 * 1000, 1, &e, &n);
+        w->took = seconds(CLOCK_MONOTONIC) - start;
+        return NULL;
+}
+
+/* Whether thread tid of this process sleeps in ppoll within 5 s (its
+ * system call number in /proc: the signal must come once it is there, or
+ * it would only run the handler on the way in). */
+static bool in_ppoll_within_5_s(pid_t tid)
+{
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+        for (time_t end = time(NULL) + 5; time(NULL) < end; dat_nap()) {
+                FILE *f = fopen(path, "r");
+                long nr = -1;
+
+                if (!f)
+                        continue;
+                if (fscanf(f, "%ld", &nr) != 1)
+                        nr = -1;
+                fclose(f);
+                if (nr == SYS_ppoll)
+                        return true;
+        }
+        return false;
+}
+
+/* A waiter on an EVD that datd's events feed reads datd's socket in
+ * ppoll (evd_ring.c, sleep_reading).  One signal to a handler without
+ * SA_RESTART ends its wait with DAT_INTERRUPTED_CALL at once: the wait
+ * used to go on in a futex sleep that never saw the signal, until its
+ * timeout (or for ever). */
+static void a_signal_interrupts_a_waiter_reading_datds_socket(DAT_EVD_FLAGS flags)
+{
+        DAT_IA_HANDLE ia = evd_test_open_ia(8, NULL);
+        struct sigaction sa = { .sa_handler = on_sigusr1 };     /* no SA_RESTART */
+        struct reading_waiter w = { .ret = DAT_SUCCESS };
+        struct evd *e;
+        pthread_t thread;
+        bool reading;
+
+        cr_assert_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, flags, &w.evd), DAT_SUCCESS);
+        e = evd_lookup(w.evd);
+        cr_assert_not_null(e);
+        cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+        cr_assert_eq(pthread_create(&thread, NULL, reading_waiter_main, &w), 0);
+        reading = evd_waiter_within_5_s(e, EVD_WAITER_READS);
+        while (reading && !__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE))
+                dat_nap();
+        reading = reading && in_ppoll_within_5_s(w.tid);
+        /* Once, never again: a second signal would hide a swallowed one. */
+        if (reading)
+                pthread_kill(thread, SIGUSR1);
+        /* Bounded: the wait times out after 5 s at most. */
+        cr_assert_eq(pthread_join(thread, NULL), 0);
+        cr_assert(reading, "the waiter never read datd's socket in ppoll");
+        cr_expect_eq(w.ret, ERR(DAT_INTERRUPTED_CALL, 0), "the wait returned 0x%x after %.3f s",
+                     w.ret, w.took);
+        cr_expect_lt(w.took, 2.0, "the interrupted wait took %.3f s", w.took);
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+Test(evd_wait, a_signal_interrupts_a_waiter_reading_datds_socket_for_a_cr_evd)
+{
+        a_signal_interrupts_a_waiter_reading_datds_socket(DAT_EVD_CR_FLAG);
+}
+
+Test(evd_wait, a_signal_interrupts_a_waiter_reading_datds_socket_for_a_connection_evd)
+{
+        a_signal_interrupts_a_waiter_reading_datds_socket(DAT_EVD_CONNECTION_FLAG);
 }
 
 struct idle_waiter {
