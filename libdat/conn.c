@@ -272,16 +272,22 @@ bool conn_accept_answered(DAT_EP_HANDLE handle, DAT_RETURN ret, const union datp
 static void await_answer(struct ep *ep)
 {
         struct timespec deadline;
+        int cancel;
 
         if (!__atomic_load_n(&ep->answer_due, __ATOMIC_ACQUIRE))
                 return;
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += DATD_REPLY_TIMEOUT_MS / 1000;
+        /* pthread_cond_timedwait is a cancellation point, which leaves
+         * answer_lock held (for every EP of the process) to a cancelled
+         * thread. */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
         pthread_mutex_lock(&answer_lock);
         while (__atomic_load_n(&ep->answer_due, __ATOMIC_ACQUIRE))
                 if (pthread_cond_timedwait(&answer_cond, &answer_lock, &deadline) == ETIMEDOUT)
                         break;
         pthread_mutex_unlock(&answer_lock);
+        pthread_setcancelstate(cancel, NULL);
 }
 
 void conn_dispatch(struct ia *ia, const struct datp_ev_conn *ev_in)

@@ -203,13 +203,16 @@ static int flush_deferred_locked(struct datd_conn *conn, const struct datp_heade
 {
         const struct datp_header *batch[DATD_DEFER_MAX + 1];
         unsigned n = 0;
-        int r;
+        int r, cancel;
 
         for (unsigned i = 0; i < conn->n_deferred; i++)
                 batch[n++] = &conn->deferred[i].hdr;
         if (request)
                 batch[n++] = request;
+        /* sendmsg is a cancellation point: not with defer_lock held. */
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
         r = datp_send_many(conn->fd, batch, n, NULL);
+        pthread_setcancelstate(cancel, NULL);
         __atomic_store_n(&conn->n_deferred, 0, __ATOMIC_RELAXED);
         return r;
 }
@@ -368,8 +371,8 @@ static DAT_RETURN threaded_reply(struct datd_conn *conn, uint16_t want, uint32_t
         return await_reply(conn, want, reply, why);
 }
 
-DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
-                          union datp_message *reply, char why[DATD_REASON_MAX])
+static DAT_RETURN call(struct datd_conn *conn, struct datp_header *request,
+                       union datp_message *reply, char why[DATD_REASON_MAX])
 {
         uint16_t type = request->type;
         bool threaded, dead, reading = false;
@@ -414,6 +417,24 @@ DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
                 ret = receive_reply(conn, type | DATP_REPLY, id, reply, why);
         }
         pthread_mutex_unlock(&conn->lock);
+        return ret;
+}
+
+/* A round trip is no cancellation point: a thread cancelled in its poll,
+ * recvmsg, sendmsg or condition wait left conn->lock held (and read_lock
+ * with the progress thread's watch off, or wait_lock, or a registered
+ * wait_reply on its dead stack), and every later call of the IA, its
+ * close among them, waited for good.  A caller cancelled meanwhile is
+ * cancelled at its next cancellation point after this returns. */
+DAT_RETURN datd_conn_call(struct datd_conn *conn, struct datp_header *request,
+                          union datp_message *reply, char why[DATD_REASON_MAX])
+{
+        DAT_RETURN ret;
+        int cancel;
+
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+        ret = call(conn, request, reply, why);
+        pthread_setcancelstate(cancel, NULL);
         return ret;
 }
 
@@ -534,8 +555,8 @@ static void await_later_room_locked(struct datd_conn *conn)
                         break;
 }
 
-DAT_RETURN datd_conn_send_later(struct datd_conn *conn, struct datp_header *request,
-                                datd_later_fn *fn, void *ctx)
+static DAT_RETURN send_later(struct datd_conn *conn, struct datp_header *request,
+                             datd_later_fn *fn, void *ctx)
 {
         struct datd_later l = { .want = request->type | DATP_REPLY, .fn = fn, .ctx = ctx };
         struct datd_later gone;
@@ -571,6 +592,21 @@ DAT_RETURN datd_conn_send_later(struct datd_conn *conn, struct datp_header *requ
         pthread_mutex_unlock(&conn->wait_lock);
         /* Taken by a hang-up meanwhile: its function was called. */
         return filed ? DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE) : DAT_SUCCESS;
+}
+
+/* No cancellation point either (datd_conn_call): a thread cancelled in
+ * the wait for room held wait_lock, one cancelled in the send left an
+ * entry filed whose reply nobody expects. */
+DAT_RETURN datd_conn_send_later(struct datd_conn *conn, struct datp_header *request,
+                                datd_later_fn *fn, void *ctx)
+{
+        DAT_RETURN ret;
+        int cancel;
+
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+        ret = send_later(conn, request, fn, ctx);
+        pthread_setcancelstate(cancel, NULL);
+        return ret;
 }
 
 void datd_conn_set_threaded(struct datd_conn *conn, bool threaded)

@@ -13,6 +13,7 @@ conn_tests = \
 	tests/conn/test_conn_accept \
 	tests/conn/test_conn_args \
 	tests/conn/test_conn_progress \
+	tests/conn/test_conn_reader \
 	tests/conn/test_conn_cross_host \
 	tests/conn/test_conn_same_host
 check_PROGRAMS += $(conn_tests)
@@ -33,6 +34,10 @@ tests_conn_test_conn_args_LDADD = $(conn_test_ldadd)
 tests_conn_test_conn_progress_SOURCES = tests/conn/test_conn_progress.c
 tests_conn_test_conn_progress_CFLAGS = $(conn_test_cflags)
 tests_conn_test_conn_progress_LDADD = $(conn_test_ldadd)
+
+tests_conn_test_conn_reader_SOURCES = tests/conn/test_conn_reader.c
+tests_conn_test_conn_reader_CFLAGS = $(conn_test_cflags)
+tests_conn_test_conn_reader_LDADD = $(conn_test_ldadd)
 
 tests_conn_test_conn_cross_host_SOURCES = tests/conn/test_conn_cross_host.c
 tests_conn_test_conn_cross_host_CFLAGS = $(conn_test_cflags)
