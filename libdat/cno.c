@@ -73,10 +73,39 @@ void cno_trigger(struct cno *cno, DAT_EVD_HANDLE evd, struct cno_notice *notice)
                 dat_word_wake_all(&cno->wake_seq);
 }
 
+/* The thread's innermost cno_notices_hold, or NULL. */
+static __thread struct cno_held *holding;
+
 void cno_notice_run(const struct cno_notice *notice)
 {
-        if (!agent_is_null(&notice->agent))
-                notice->agent.proxy_agent_func(notice->agent.instance_data, notice->evd);
+        struct cno_held *h;
+
+        if (agent_is_null(&notice->agent))
+                return;
+        h = holding;
+        if (h && h->n < CNO_HELD_MAX) {
+                h->notice[h->n++] = *notice;
+                return;
+        }
+        if (h)
+                dat_trace("more than %d CNO agents due while reading datd: one runs now",
+                          CNO_HELD_MAX);
+        notice->agent.proxy_agent_func(notice->agent.instance_data, notice->evd);
+}
+
+void cno_notices_hold(struct cno_held *h)
+{
+        h->outer = holding;
+        h->n = 0;
+        holding = h;
+}
+
+void cno_notices_release(struct cno_held *h)
+{
+        holding = h->outer;
+        for (unsigned i = 0; i < h->n; i++)
+                cno_notice_run(&h->notice[i]);
+        h->n = 0;
 }
 
 /* Sends every current waiter away with a NULL EVD handle. */

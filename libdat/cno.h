@@ -10,7 +10,8 @@
  *
  * The CNO's `users` count the EVDs attached to it (under dat_object_lock).
  * Its own lock nests inside an EVD's lock (see evd.h); the agent is called
- * with no lock held, through cno_notice_run(). */
+ * with no lock held, through cno_notice_run(), and never by a thread while
+ * it reads datd's socket (cno_notices_hold). */
 #ifndef DATD_LIBDAT_CNO_H
 #define DATD_LIBDAT_CNO_H
 
@@ -45,8 +46,36 @@ struct cno *cno_lookup(DAT_CNO_HANDLE handle);
  * agent, if any, to *notice. */
 void cno_trigger(struct cno *cno, DAT_EVD_HANDLE evd, struct cno_notice *notice);
 
-/* Calls the agent a trigger handed out, if any.  No lock may be held. */
+/* Calls the agent a trigger handed out, if any.  No lock may be held.
+ * Between cno_notices_hold and cno_notices_release the calling thread
+ * only files it. */
 void cno_notice_run(const struct cno_notice *notice);
+
+/* The agents a thread that reads datd's socket (the progress thread, a
+ * waiter that took the socket over) triggers while it dispatches datd's
+ * packets: they run once it gave the socket and its read_lock up.  An
+ * agent is the consumer's code and may call anything: a round trip to
+ * datd (dat_evd_create, dat_ep_free) waits for a reply only the socket's
+ * reader would read (it failed after DATD_REPLY_TIMEOUT_MS, with every
+ * event of the IA held up meanwhile), a dat_evd_wait of its own waits for
+ * events only it would dispatch, and dat_ia_close for the lock it holds.
+ * The packets read between a hold and its release trigger a few agents
+ * at most (each runs once per dat_cno_modify_agent); past CNO_HELD_MAX
+ * they run at once, as before. */
+#define CNO_HELD_MAX 16
+
+struct cno_held {
+        struct cno_held *outer;         /* a hold of the thread still in force */
+        unsigned n;
+        struct cno_notice notice[CNO_HELD_MAX];
+};
+
+/* From now on this thread's cno_notice_run files into h. */
+void cno_notices_hold(struct cno_held *h);
+
+/* Ends the hold h (this thread's innermost) and runs what it filed, or
+ * files it in the hold still in force around it. */
+void cno_notices_release(struct cno_held *h);
 
 /* Whether this process ever gave a CNO a proxy agent (dat_cno_create,
  * dat_cno_modify_agent).  An agent is the consumer's code run inside

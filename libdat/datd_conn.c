@@ -506,7 +506,8 @@ bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd, bool *was_reader)
         }
         *kick_fd = conn->reader_kick_fd;
         /* It delivers replies now: a datd_conn_send_later inside what it
-         * dispatches (a CNO's agent) must not wait for one.  The caller
+         * dispatches must not wait for one (a CNO's agent runs only after
+         * the give-back, cno.h).  The caller
          * keeps what it was (a take-over may nest, on another IA). */
         *was_reader = reader_thread;
         reader_thread = true;

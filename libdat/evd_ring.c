@@ -546,6 +546,7 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
         struct ia *ia = dat_container_of(evd->obj.parent, struct ia, obj);
         int kick_fd, r = 0, cancel;
         bool over = false, was_reader;
+        struct cno_held held;
         struct evd *outer;
 
         if (!fed_by_datd(evd))
@@ -564,7 +565,10 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
         evd->waiter_reads = true;
         spin_unlock(&evd->lock);
         outer = evd_reading_for(evd);
-        while (__atomic_load_n(&evd->wake_seq, __ATOMIC_ACQUIRE) == seen &&
+        /* A CNO's agent runs once the socket is given back (cno.h): the
+         * first packets that trigger one end this sleep early. */
+        cno_notices_hold(&held);
+        while (held.n == 0 && __atomic_load_n(&evd->wake_seq, __ATOMIC_ACQUIRE) == seen &&
                !datd_conn_reader_evicted(&ia->conn)) {
                 struct pollfd fds[2] = { { .fd = ia->conn.fd, .events = POLLIN },
                                          { .fd = kick_fd, .events = POLLIN } };
@@ -618,6 +622,7 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
         if (datd_conn_reader_evicted(&ia->conn) && r != EINTR)
                 over = true;
         pthread_setcancelstate(cancel, NULL);
+        cno_notices_release(&held);
         if (over)
                 return dat_word_sleep(&evd->wake_seq, seen, deadline);
         return r;

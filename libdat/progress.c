@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "libdat/channel.h"
+#include "libdat/cno.h"
 #include "libdat/conn.h"
 #include "libdat/dto.h"
 #include "libdat/ia.h"
@@ -135,12 +136,16 @@ bool progress_read(struct ia *ia)
 static bool read_one(void *arg)
 {
         struct progress *p = arg;
+        struct cno_held held;
         bool ok;
 
         if (!datd_conn_begin_read(&p->ia->conn))
                 return true;
+        /* A CNO's agent runs once the socket is free (cno.h). */
+        cno_notices_hold(&held);
         ok = read_one_locked(p);
         datd_conn_end_read(&p->ia->conn);
+        cno_notices_release(&held);
         return ok;
 }
 

@@ -1,5 +1,7 @@
 /* The reader of datd's socket against a real datd: what a round trip
- * leaves when its thread is cancelled.  Each test opens its IAs itself: a test that
+ * leaves when its thread is cancelled, and where a CNO's proxy agent runs
+ * when datd's events trigger it (the progress thread, or a waiter that
+ * took the socket over).  Each test opens its IAs itself: a test that
  * fails leaves them open rather than hang in dat_ia_close. */
 #include "config.h"
 
@@ -11,8 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libdat/evd_wait.h"
+#include "libdat/evd.h"
 #include "tests/conn/conn_test.h"
+#include "tests/evd/evd_waiter_peek.h"
 
 static void setup(void)
 {
@@ -29,6 +32,14 @@ static void teardown(void)
 }
 
 TestSuite(reader, .init = setup, .fini = teardown, .timeout = CONN_TEST_TIMEOUT);
+
+static double now_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* Joins thread within seconds; false when it is still running. */
 static bool joined_within(pthread_t thread, int seconds)
@@ -106,4 +117,145 @@ Test(reader, a_thread_cancelled_in_a_round_trip_leaves_the_ia_usable)
         cr_expect_eq(second.ret, DAT_SUCCESS, "dat_evd_create: 0x%08x", second.ret);
         cr_assert_eq(pthread_create(&thread, NULL, ia_close_main, first.ia), 0);
         cr_expect(joined_within(thread, 5), "dat_ia_close waited 5 s after the cancel");
+}
+
+/* A CNO's proxy agent that makes a round trip to datd (dat_evd_create on
+ * the IA whose event triggered it). */
+struct agent_run {
+        DAT_IA_HANDLE ia;
+        DAT_RETURN ret;
+        double took;
+        bool done;
+};
+
+static void creating_agent(DAT_PVOID data, DAT_EVD_HANDLE evd)
+{
+        struct agent_run *run = data;
+        double start = now_s();
+        DAT_EVD_HANDLE made;
+
+        (void)evd;
+        run->ret = dat_evd_create(run->ia, 8, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG, &made);
+        run->took = now_s() - start;
+        __atomic_store_n(&run->done, true, __ATOMIC_RELEASE);
+}
+
+/* p listens on q with a CR EVD feeding a CNO whose agent is run's. */
+static DAT_EVD_HANDLE listen_with_agent(struct side *p, DAT_CONN_QUAL q, struct agent_run *run)
+{
+        DAT_OS_WAIT_PROXY_AGENT agent = { .instance_data = run, .proxy_agent_func = creating_agent };
+        DAT_EVD_HANDLE cr_evd;
+        DAT_CNO_HANDLE cno;
+        DAT_PSP_HANDLE psp;
+
+        run->ia = p->ia;
+        cr_assert_eq(dat_cno_create(p->ia, agent, &cno), DAT_SUCCESS);
+        cr_assert_eq(dat_evd_create(p->ia, 8, cno, DAT_EVD_CR_FLAG, &cr_evd), DAT_SUCCESS);
+        cr_assert_eq(dat_psp_create(p->ia, q, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+        return cr_evd;
+}
+
+static void connect_to(DAT_EP_HANDLE aep, const struct side *p, DAT_CONN_QUAL q)
+{
+        cr_assert_eq(dat_ep_connect(aep, (DAT_IA_ADDRESS_PTR)&p->address, q,
+                                    CONN_EVENT_WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
+                                    DAT_CONNECT_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+}
+
+/* The agent's round trip succeeds at once: it used to run on the thread
+ * reading datd's socket, with the socket's lock held, and wait for a
+ * reply only that thread would read (DAT_INTERNAL_ERROR after 10 s, every
+ * event of the IA held up meanwhile). */
+static void expect_agent_done(struct agent_run *run)
+{
+        for (time_t end = time(NULL) + 8;
+             !__atomic_load_n(&run->done, __ATOMIC_ACQUIRE) && time(NULL) < end;)
+                dat_nap();
+        cr_assert(__atomic_load_n(&run->done, __ATOMIC_ACQUIRE), "the agent never ended");
+        cr_expect_eq(run->ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x after %.3f s",
+                     run->ret, run->took);
+        cr_expect_lt(run->took, 2.0, "the agent's dat_evd_create took %.3f s", run->took);
+}
+
+/* The request is there, and datd's later events arrive: the accept
+ * connects both EPs. */
+static void accept_the_request(DAT_EVD_HANDLE cr_evd, DAT_EP_HANDLE pep)
+{
+        DAT_EVENT ev = expect_event(cr_evd, DAT_CONNECTION_REQUEST_EVENT);
+
+        cr_assert_eq(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, pep, 0, NULL),
+                     DAT_SUCCESS);
+}
+
+/* The progress thread reads the request and triggers the CNO. */
+Test(reader, a_cno_agent_triggered_by_the_progress_thread_may_call_datd)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct agent_run run = { .ret = DAT_SUCCESS };
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVD_HANDLE cr_evd;
+        DAT_EP_HANDLE aep, pep;
+
+        side_open(&a);
+        side_open(&p);
+        cr_evd = listen_with_agent(&p, q, &run);
+        aep = side_ep(&a);
+        pep = side_ep(&p);
+        connect_to(aep, &p, q);
+        expect_agent_done(&run);
+        accept_the_request(cr_evd, pep);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        expect_event(p.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* A thread in dat_evd_wait for one event (10 s at most). */
+struct conn_waiter {
+        DAT_EVD_HANDLE evd;
+        DAT_RETURN ret;
+        DAT_EVENT event;
+};
+
+static void *conn_waiter_main(void *arg)
+{
+        struct conn_waiter *w = arg;
+        DAT_COUNT n;
+
+        w->ret = dat_evd_wait(w->evd, CONN_EVENT_WAIT_US, 1, &w->event, &n);
+        return NULL;
+}
+
+/* A thread in dat_evd_wait on the listening IA's connection EVD reads
+ * datd's socket itself (evd_ring.c, sleep_reading): it reads the request
+ * and triggers the CNO, and its wait goes on after the agent ran. */
+Test(reader, a_cno_agent_triggered_by_a_waiter_reading_datds_socket_may_call_datd)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct agent_run run = { .ret = DAT_SUCCESS };
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVD_HANDLE cr_evd;
+        DAT_EP_HANDLE aep, pep;
+        struct conn_waiter w = { .ret = DAT_SUCCESS };
+        pthread_t thread;
+
+        side_open(&a);
+        side_open(&p);
+        cr_evd = listen_with_agent(&p, q, &run);
+        aep = side_ep(&a);
+        pep = side_ep(&p);
+        w.evd = p.conn_evd;
+        cr_assert_eq(pthread_create(&thread, NULL, conn_waiter_main, &w), 0);
+        cr_assert(evd_waiter_within_5_s(evd_lookup(p.conn_evd), EVD_WAITER_READS),
+                  "the waiter never took datd's socket over");
+        connect_to(aep, &p, q);
+        expect_agent_done(&run);
+        accept_the_request(cr_evd, pep);
+        expect_event(a.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        cr_assert(joined_within(thread, 12), "the waiter never ended");
+        cr_expect_eq(w.ret, DAT_SUCCESS, "the waiter's dat_evd_wait: 0x%08x", w.ret);
+        cr_expect_eq(w.event.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+        side_close(&a);
+        side_close(&p);
 }
