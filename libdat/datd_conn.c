@@ -273,17 +273,17 @@ static bool start_reading(struct datd_conn *conn)
         return true;
 }
 
-/* Gives it back.  The lock goes first: woken by a packet that waits, the
- * thread must find it free. */
+/* Gives it back.  The watch goes on before the lock goes: turned on after,
+ * it could undo the turning off by a thread that took the lock meanwhile
+ * (the progress thread then woke for every packet that thread reads, and
+ * found the lock taken), or touch an epoll set the progress thread left.
+ * Woken by a packet that waits while the lock is still held here, the
+ * thread finds the socket readable again once it is free (the watch is
+ * level-triggered). */
 static void stop_reading(struct datd_conn *conn)
 {
-        int epfd = conn->watch_epfd;
-        uint64_t key = conn->watch_key;
-        struct epoll_event ev = { .events = EPOLLIN, .data.u64 = key };
-
+        set_watched(conn, true);
         pthread_mutex_unlock(&conn->read_lock);
-        if (epfd >= 0)
-                (void)epoll_ctl(epfd, EPOLL_CTL_MOD, conn->fd, &ev);
 }
 
 /* Whether spinning pays: each reply that came within the spin time (or
@@ -505,6 +505,16 @@ bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd, bool *was_reader)
                 __atomic_store_n(&conn->reader_kick_fd, fd, __ATOMIC_RELEASE);
         }
         *kick_fd = conn->reader_kick_fd;
+        /* Against datd_conn_evict_reader's fence: the eviction stores
+         * reader_evicted, then loads reader_kick_fd; this thread stored
+         * the fd (or found it, under read_lock), then loads
+         * reader_evicted in its loop.  With release and acquire alone
+         * both loads may see the old values (a store-buffering race):
+         * the evictor sends no kick and the reader, not evicted, sleeps
+         * in ppoll for good, and the close with it.  With a seq_cst
+         * fence between the store and the load on both sides, at least
+         * one sees the other's store. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
         /* It delivers replies now: a datd_conn_send_later inside what it
          * dispatches must not wait for one (a CNO's agent runs only after
          * the give-back, cno.h).  The caller
@@ -528,6 +538,9 @@ bool datd_conn_reader_evicted(const struct datd_conn *conn)
 void datd_conn_evict_reader(struct datd_conn *conn)
 {
         __atomic_store_n(&conn->reader_evicted, true, __ATOMIC_RELEASE);
+        /* See datd_conn_take_over: the kick's load of reader_kick_fd must
+         * not pass this store. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
         datd_conn_kick_reader(conn);
 }
 
