@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -533,6 +534,32 @@ static int sleep_before_retry(struct evd *evd, uint32_t seen, const struct dat_d
         return r == ETIMEDOUT && soon_first ? 0 : r;
 }
 
+/* Whether a futex sleep for this deadline would have gone on after the
+ * signal handler that just interrupted ppoll (which never restarts): with
+ * no deadline the kernel restarts it after a handler installed with
+ * SA_RESTART, with one never.  Which signal came is not known here; when
+ * every handler installed has SA_RESTART (SIGCHLD's in a launcher, say),
+ * it was one of those.  Called only after a signal: 64 sigaction calls
+ * are nothing beside it. */
+static bool sleep_restarts(const struct dat_deadline *deadline)
+{
+        if (!deadline->infinite)
+                return false;
+        for (int sig = 1; sig < NSIG; sig++) {
+                struct sigaction sa;
+
+                /* glibc's own signals (for threads) answer EINVAL. */
+                if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+                        continue;
+                if (!(sa.sa_flags & SA_SIGINFO) &&
+                    (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+                        continue;
+                if (!(sa.sa_flags & SA_RESTART))
+                        return false;
+        }
+        return true;
+}
+
 /* Sleeps like dat_word_sleep, but as the reader of datd's socket when it
  * can take it over (datd_conn_take_over): the events datd sends are read
  * and dispatched here, without the progress thread's wake-up and hand-over
@@ -581,19 +608,19 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
                 }
                 n = ppoll(fds, 2, deadline->infinite ? NULL : &left, NULL);
                 /* A signal handler ran: the wait ends as an interrupted
-                 * futex sleep's does (dat_evd_wait(3DAT):
-                 * DAT_INTERRUPTED_CALL).  It has to end here: the
-                 * signal is delivered, and a futex sleep for the rest of
-                 * the wait (as this did) never sees it.  ppoll never
-                 * restarts, so a handler with SA_RESTART ends the wait
-                 * too, where the futex would restart: a signal did
-                 * interrupt it.  Another failure: the rest of this sleep
-                 * is the futex's. */
+                 * futex sleep's would (dat_evd_wait(3DAT):
+                 * DAT_INTERRUPTED_CALL), here, since a futex sleep for
+                 * the rest of the wait never sees a signal already
+                 * delivered.  Another failure: the rest of this sleep is
+                 * the futex's. */
+                if (n < 0 && errno == EINTR) {
+                        if (sleep_restarts(deadline))
+                                continue;
+                        r = EINTR;
+                        break;
+                }
                 if (n < 0) {
-                        if (errno == EINTR)
-                                r = EINTR;
-                        else
-                                over = true;
+                        over = true;
                         break;
                 }
                 if (fds[1].revents & POLLIN) {

@@ -339,9 +339,12 @@ Test(evd_wait, a_threshold_above_one_is_refused_while_feeds_control_notification
         dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
 }
 
+static unsigned handled_sigusr1;
+
 static void on_sigusr1(int sig)
 {
         (void)sig;
+        __atomic_add_fetch(&handled_sigusr1, 1, __ATOMIC_RELEASE);
 }
 
 Test(evd_wait, a_signal_interrupts_the_wait)
@@ -532,6 +535,57 @@ Test(evd_wait, a_signal_interrupts_a_waiter_reading_datds_socket_for_a_cr_evd)
 Test(evd_wait, a_signal_interrupts_a_waiter_reading_datds_socket_for_a_connection_evd)
 {
         a_signal_interrupts_a_waiter_reading_datds_socket(DAT_EVD_CONNECTION_FLAG);
+}
+
+/* The same waiter with no deadline, and every handler installed with
+ * SA_RESTART (the signal came to one of those): a futex sleep would go on
+ * after it, and so does this one, until something else ends it (here the
+ * IA's close: DAT_ABORT). */
+static void *reading_waiter_forever_main(void *arg)
+{
+        struct reading_waiter *w = arg;
+        DAT_EVENT e;
+        DAT_COUNT n;
+
+        __atomic_store_n(&w->tid, gettid(), __ATOMIC_RELEASE);
+        w->ret = dat_evd_wait(w->evd, DAT_TIMEOUT_INFINITE, 1, &e, &n);
+        return NULL;
+}
+
+Test(evd_wait, a_restarting_signal_does_not_end_a_waiter_reading_datds_socket)
+{
+        DAT_IA_HANDLE ia = evd_test_open_ia(8, NULL);
+        struct sigaction sa = { .sa_handler = on_sigusr1, .sa_flags = SA_RESTART };
+        struct sigaction old;
+        struct reading_waiter w = { .ret = DAT_SUCCESS };
+        bool reading, after = false;
+        struct evd *e;
+        pthread_t thread;
+
+        cr_assert_eq(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &w.evd), DAT_SUCCESS);
+        e = evd_lookup(w.evd);
+        cr_assert_not_null(e);
+        cr_assert_eq(sigaction(SIGUSR1, &sa, &old), 0);
+        cr_assert_eq(pthread_create(&thread, NULL, reading_waiter_forever_main, &w), 0);
+        reading = evd_waiter_within_5_s(e, EVD_WAITER_READS);
+        while (reading && !__atomic_load_n(&w.tid, __ATOMIC_ACQUIRE))
+                dat_nap();
+        reading = reading && in_ppoll_within_5_s(w.tid);
+        if (reading) {
+                pthread_kill(thread, SIGUSR1);
+                for (int i = 0; i < 50000 && !__atomic_load_n(&handled_sigusr1, __ATOMIC_ACQUIRE); i++)
+                        dat_nap();
+                /* Still waiting, back in ppoll after the handler. */
+                after = __atomic_load_n(&handled_sigusr1, __ATOMIC_ACQUIRE) &&
+                        in_ppoll_within_5_s(w.tid) && evd_waiter_within_5_s(e, EVD_WAITER_READS);
+        }
+        /* What ends the wait in every case (evicting the reader). */
+        cr_expect_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+        cr_assert_eq(pthread_join(thread, NULL), 0);
+        cr_expect_eq(sigaction(SIGUSR1, &old, NULL), 0);
+        cr_assert(reading, "the waiter never read datd's socket in ppoll");
+        cr_expect(after, "the waiter did not go on reading datd's socket after the signal");
+        cr_expect_eq(DAT_GET_TYPE(w.ret), DAT_ABORT, "the wait returned 0x%x, not DAT_ABORT", w.ret);
 }
 
 struct idle_waiter {
