@@ -1251,9 +1251,26 @@ static int passive_remote_timeout(sd_event_source *s, uint64_t usec, void *userd
         Conn *x = userdata;
 
         send_ev_conn(x, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL, 0,
-                     "the data connection from the active side's host did not come");
+                     x->ready ? "the data connection from the active side's host did not come"
+                              : "no READY from the active side's datd");
         conn_free(x);   /* tells the other datd: BROKEN */
         return 0;
+}
+
+/* Another host, passive side: the bound on the whole ACCEPT-to-ESTABLISHED
+ * span, armed when ACCEPT goes.  The active datd has DATA_CONNECT_TIMEOUT
+ * from the ACCEPT's arrival to write DATA and answer READY; two keepalive
+ * periods cover each way over the link (a link slower than that is lost).
+ * Armed from READY only, a peer that never sends it kept the end ACCEPTING
+ * (and its data socket open) for ever. */
+static int passive_remote_arm(Conn *x)
+{
+        Manager *m = x->table->manager;
+
+        return sd_event_add_time_relative(m->event, &x->timer, CLOCK_MONOTONIC,
+                                          DATA_CONNECT_TIMEOUT_USEC +
+                                          2 * (uint64_t) m->config->cm_keepalive_ms * 1000u,
+                                          1000, passive_remote_timeout, x);
 }
 
 bool conn_cm_data(Manager *m, int fd, const struct cm_data *msg)
@@ -1769,6 +1786,14 @@ int conn_handle_cr_accept(Client *c, const struct datp_cr_accept *req)
                 }
                 b->pd_len = cr->pd_len;
                 memcpy(b->pd, cr->pd, cr->pd_len);
+                /* Before b is linked: freed, it tells the other datd nothing
+                 * and the request stays for another answer. */
+                if (passive_remote_arm(b) < 0) {
+                        conn_free(b);
+                        set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES,
+                                                          DAT_RESOURCE_MEMORY), ENOMEM);
+                        return client_send(c, &reply.hdr);
+                }
                 b->link = cr->link;
                 b->remote_id = cr->remote_conn_id;
                 b->remote_pid = cr->remote_pid;
@@ -2183,12 +2208,7 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                  * ESTABLISHED, as dtestcm's server expects. */
                 x->ready = true;
                 if (x->data_fd < 0) {
-                        if (sd_event_add_time_relative(m->event, &x->timer, CLOCK_MONOTONIC,
-                                                       DATA_CONNECT_TIMEOUT_USEC, 1000,
-                                                       passive_remote_timeout, x) < 0) {
-                                passive_remote_timeout(NULL, 0, x);
-                                return;
-                        }
+                        /* The bound armed with ACCEPT (passive_remote_arm) runs on. */
                         x->holds_link = true;
                         cm_link_hold(link, true);
                         return;

@@ -23,6 +23,7 @@
 
 #include "common/macro.h"
 #include "daemon/cm.h"
+#include "tests/daemon/bus-client.h"
 #include "tests/daemon/conn-expect.h"
 #include "tests/harness.h"
 #include "tests/netns.h"
@@ -592,6 +593,76 @@ Test(datd_conn_hosts, a_disconnect_overtaking_the_data_connection_still_establis
         dfd = fake_data_connection(our_id, &accept);
         expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
         expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_DISCONNECTED, NULL);
+        close(dfd);
+        close(link);
+        stop();
+}
+
+static void keepalive(int link)
+{
+        struct cm_header h;
+
+        cm_header(&h, CM_KEEPALIVE, sizeof(h));
+        cm_write(link, &h, sizeof(h));
+}
+
+/* Keeps link up (a keepalive every 300 ms) until c gets an EV_CONN, within
+ * ms: 0 and the event in *ev, or -ETIMEDOUT. */
+static int keep_link_until_ev_conn(int link, struct cc *c, int ms, union datp_message *ev)
+{
+        for (int t = 0; t < ms; t += 300) {
+                keepalive(link);
+                if (cc_event(c, DATP_EV_CONN, ev, 300) == 0)
+                        return 0;
+        }
+        return -ETIMEDOUT;
+}
+
+/* How many connection ends datd lists (ListConnections). */
+static size_t n_connections_listed(const struct datd_instance *d)
+{
+        sd_bus *bus = NULL;
+        size_t n = SIZE_MAX;
+
+        cr_assert_eq(bus_client_open(d->bus_address, &bus), 0);
+        cr_assert_eq(bus_list_connections(bus, NULL, 0, &n), 0);
+        sd_bus_flush_close_unref(bus);
+        return n;
+}
+
+/* PROTOCOL.md §14: a passive end has 10 s and two keepalive periods from
+ * its ACCEPT to become ESTABLISHED.  A remote datd that keeps its link up
+ * and never says READY (here: once without a data connection, once with
+ * one) does not keep the end ACCEPTING, its data socket open and its
+ * process's connection count taken: the end gets ACCEPT_COMPLETION_ERROR,
+ * the remote datd DISCONNECT BROKEN. */
+Test(datd_conn_hosts, an_accepting_end_without_ready_is_given_up)
+{
+        const uint32_t id_bare = 4401, id_data = 4402;
+        struct cm_conn accept_bare, accept_data, disc;
+        union datp_message ev;
+        uint32_t a_bare, a_data;
+        int link, dfd;
+        char byte;
+
+        start(3);       /* host 2 has no datd: the test is its datd */
+        expect_listen(&a, 117);
+        link = fake_link();
+        fake_request_accepted(link, id_bare, 117, &accept_bare, &a_bare);
+        fake_request_accepted(link, id_data, 117, &accept_data, &a_data);
+        dfd = fake_data_connection(id_data, &accept_data);
+        cr_assert_eq(n_connections_listed(&datd[1]), 2);
+        /* 10 s + 2 x cm_keepalive_ms (1 s), and some room. */
+        for (unsigned i = 0; i < 2; i++) {
+                cr_assert_eq(keep_link_until_ev_conn(link, &a, 15000, &ev), 0,
+                             "end %u still ACCEPTING after 15 s", i);
+                cr_expect(ev.ev_conn.conn_id == a_bare || ev.ev_conn.conn_id == a_data);
+                cr_expect_eq(ev.ev_conn.event, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+        }
+        cr_expect_eq(n_connections_listed(&datd[1]), 0, "an end given up is still listed");
+        cm_read(link, CM_DISCONNECT, &disc, sizeof(disc));
+        cr_expect_eq(ntohl(disc.reason), CM_REASON_BROKEN);
+        cr_expect_eq(read(dfd, &byte, 1), 0, "the data connection was not closed");
         close(dfd);
         close(link);
         stop();
