@@ -34,6 +34,11 @@ _Static_assert(sizeof(struct cm_data) <= CM_MAX_MESSAGE, "DATA fits the read buf
 /* A link that cannot send this much is as good as lost. */
 #define CM_WBUF_MAX (16u << 20)
 
+/* Messages handled per link per wakeup: a peer that floods its link waits
+ * its turn behind the clients, the other links and the keepalive timer
+ * (the source is level-triggered: the rest is read on the next turn). */
+#define CM_BATCH 64
+
 struct CmLink {
         Manager *manager;
         int fd;
@@ -389,6 +394,7 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
          * could be kept in order any more. */
         bool going = revents & (EPOLLHUP | EPOLLERR);
         const char *why = NULL;
+        unsigned done = 0;
         int r;
 
         if (l->connecting && (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
@@ -441,6 +447,8 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                         /* conn_cm_receive() may not free the link: it only
                          * sends, or holds it (what follows waits). */
                         l->rlen = 0;
+                        if (++done == CM_BATCH)
+                                return 0;
                         continue;
                 }
                 n = recv(fd, l->rbuf + l->rlen, want - l->rlen, MSG_DONTWAIT);

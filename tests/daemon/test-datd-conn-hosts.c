@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +25,7 @@
 #include "common/macro.h"
 #include "daemon/cm.h"
 #include "tests/daemon/bus-client.h"
+#include "tests/daemon/child.h"
 #include "tests/daemon/conn-expect.h"
 #include "tests/harness.h"
 #include "tests/netns.h"
@@ -664,6 +666,69 @@ Test(datd_conn_hosts, an_accepting_end_without_ready_is_given_up)
         cr_expect_eq(ntohl(disc.reason), CM_REASON_BROKEN);
         cr_expect_eq(read(dfd, &byte, 1), 0, "the data connection was not closed");
         close(dfd);
+        close(link);
+        stop();
+}
+
+static long elapsed_ms(const struct timespec *since)
+{
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+/* A child process writing keepalives on link as fast as it can, for 5 s
+ * at most (the test kills it sooner). */
+static pid_t keepalive_flood(int link)
+{
+        static uint8_t blob[1 << 16];
+        pid_t pid;
+
+        for (size_t i = 0; i < sizeof(blob); i += sizeof(struct cm_header))
+                cm_header((struct cm_header *) (blob + i), CM_KEEPALIVE, sizeof(struct cm_header));
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                struct timespec start;
+
+                clock_gettime(CLOCK_MONOTONIC, &start);
+                while (elapsed_ms(&start) < 5000)
+                        if (write(link, blob, sizeof(blob)) < 0)
+                                _exit(1);
+                _exit(0);
+        }
+        return pid;
+}
+
+/* A CM peer that floods its link with keepalives takes its turn with the
+ * others: datd's clients are answered meanwhile (without a bound on the
+ * messages read per wakeup, a LISTEN waited seconds, for as long as the
+ * flood lasted, and the keepalive timer did not run). */
+Test(datd_conn_hosts, a_cm_peer_flooding_its_link_does_not_starve_clients)
+{
+        uint32_t listener;
+        uint64_t qual;
+        pid_t flood;
+        int link;
+
+        start(3);       /* host 2 has no datd: the test is its datd */
+        link = fake_link();
+        expect_listen(&a, 118);         /* the HELLO is in */
+        flood = keepalive_flood(link);
+        usleep(300000);
+        for (unsigned k = 0; k < 5; k++) {
+                struct timespec t0;
+                long r, ms;
+
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                r = cc_listen(&a, DATP_LISTENER_PSP, 119 + k, &listener, &qual);
+                ms = elapsed_ms(&t0);
+                cr_expect_eq(r, DAT_SUCCESS);
+                /* An answer takes a millisecond; the flood held it seconds. */
+                cr_expect_lt(ms, 1000, "LISTEN %u answered in %ld ms during the flood", k, ms);
+        }
+        child_kill(&flood);
         close(link);
         stop();
 }
