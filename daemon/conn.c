@@ -2112,7 +2112,11 @@ static void cm_connect_req(CmLink *link, const struct cm_conn *msg)
         src_len = cm_to_sockaddr(&msg->src, &src);
         cm_to_sockaddr(&msg->dst, &dst);
         target = remote_target(m, &dst);
-        if (!target)
+        /* dat_ia_query(3DAT): the listener's process counts on this host's
+         * max_private_data, whatever the other host allows. */
+        if (msg->pd_len > m->config->limits.max_private_data)
+                why = "more private data than max_private_data";
+        else if (!target)
                 why = "no IA of this host has that address";
         else if ((why = listener_refuses(l = listener_find_qual(t, target, msg->conn_qual),
                                          &m->config->limits)))
@@ -2160,6 +2164,19 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                 return;
         case CM_ACCEPT:
                 x = linked_conn(t, link, msg->dst_conn_id);
+                if (x && x->active && x->state == CONN_REQUESTED && !x->data_out &&
+                    msg->pd_len > m->config->limits.max_private_data) {
+                        /* Failed, not truncated: private data is the
+                         * processes' own message, and a cut one is a
+                         * different one.  The passive end learns it from
+                         * the DISCONNECT (ACCEPT_COMPLETION_ERROR). */
+                        cm_tell(link, CM_DISCONNECT, x->id, msg->src_conn_id, CM_REASON_WITHDRAWN,
+                                x->instance->client->peer.pid, NULL, 0);
+                        conn_drop_link(x);
+                        conn_fail(x, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                                  "the accepting host sent more private data than max_private_data");
+                        return;
+                }
                 if (!x || !x->active || x->state != CONN_REQUESTED) {
                         /* The request was withdrawn meanwhile: the accept fails. */
                         cm_tell(link, CM_DISCONNECT, msg->dst_conn_id, msg->src_conn_id,
@@ -2188,7 +2205,11 @@ void conn_cm_receive(CmLink *link, uint16_t type, const struct cm_conn *msg)
                         return;
                 x->remote_pid = (int32_t) msg->pid;
                 conn_drop_link(x);
-                if (msg->reason == CM_REASON_PEER)
+                /* As for ACCEPT: refused all the same, without a cut message. */
+                if (msg->pd_len > m->config->limits.max_private_data)
+                        conn_fail(x, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                                  "rejected with more private data than max_private_data");
+                else if (msg->reason == CM_REASON_PEER)
                         conn_fail(x, DAT_CONNECTION_EVENT_PEER_REJECTED, msg->private_data, msg->pd_len,
                                   "rejected by the listener's process");
                 else

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -730,5 +731,120 @@ Test(datd_conn_hosts, a_cm_peer_flooding_its_link_does_not_starve_clients)
         }
         child_kill(&flood);
         close(link);
+        stop();
+}
+
+/* As start(n_hosts), the datd of host `limited` with these "limits" (a
+ * JSON object). */
+static void start_limited(unsigned n_hosts, unsigned limited, const char *limits)
+{
+        _cleanup_free_ char *base = NULL, *config = NULL;
+
+        cr_assert_eq(test_net_create(&net, n_hosts), 0);
+        base = test_net_datd_config(net, limited, false);
+        cr_assert_not_null(base);
+        cr_assert_geq(asprintf(&config, "%.*s, \"limits\": %s}", (int) (strrchr(base, '}') - base),
+                               base, limits), 0);
+        datd[limited].netns = test_net_host_ns(net, limited);
+        cr_assert_eq(datd_start(&datd[limited], config), 0);
+        cr_assert_eq(test_net_datd_start(net, !limited, &datd[!limited]), 0);
+        cr_assert_eq(cc_open(&a, datd[1].socket_path, "tcp"), 0);
+        cr_assert_eq(cc_open(&b, datd[0].socket_path, "tcp"), 0);
+        host1_len = cc_addr4(&host1, test_net_host_addr4(net, 1));
+}
+
+/* dat_ia_query(3DAT): a listener's process never gets more private data
+ * than its host's max_private_data, whatever another host's datd sends (up
+ * to the wire's 256 bytes): the request is refused (REJECT NON_PEER). */
+Test(datd_conn_hosts, a_remote_request_beyond_max_private_data_is_refused)
+{
+        struct cm_conn req = {
+                .src_conn_id = htonl(4501),
+                .pid = htonl(1),
+                .conn_qual = htobe64(120),
+                .pd_len = htonl(65),
+        }, reject;
+        int link;
+
+        start_limited(3, 1, "{\"max_private_data\": 64}");
+        expect_listen(&a, 120);
+        link = fake_link();
+        cm_header(&req.hdr, CM_CONNECT_REQ, sizeof(req));
+        req.src.family = htons(AF_INET);
+        inet_pton(AF_INET, test_net_host_addr4(net, 2), req.src.addr);
+        req.dst.family = htons(AF_INET);
+        inet_pton(AF_INET, test_net_host_addr4(net, 1), req.dst.addr);
+        fill_pattern(req.private_data, 65, 3);
+        cm_write(link, &req, sizeof(req));
+        cm_read(link, CM_REJECT, &reject, sizeof(reject));
+        cr_expect_eq(ntohl(reject.dst_conn_id), 4501);
+        cr_expect_eq(ntohl(reject.reason), CM_REASON_NON_PEER);
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CONN_REQUEST, 100), 0,
+                     "the listener got a request with 65 bytes of private data (limit 64)");
+        close(link);
+        stop();
+}
+
+/* Host 2's CM port, where the test plays the passive datd: the listening
+ * socket. */
+static int cm_listen_on_host2(void)
+{
+        struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons(CM_PORT) };
+        int one = 1, lfd = test_net_socket(net, 2, AF_INET, SOCK_STREAM, 0);
+
+        cr_assert_geq(lfd, 0);
+        setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        cr_assert_eq(bind(lfd, (struct sockaddr *) &any, sizeof(any)), 0, "%s", strerror(errno));
+        cr_assert_eq(listen(lfd, 1), 0);
+        return lfd;
+}
+
+/* The link host 0's datd made to host 2's CM port, its HELLO answered. */
+static int fake_passive_link(int lfd)
+{
+        struct cm_hello hello = { .keepalive_ms = htonl(1000) };
+        struct timeval tv = { .tv_sec = 5 };
+        struct pollfd p = { .fd = lfd, .events = POLLIN };
+        int link;
+
+        cr_assert_eq(poll(&p, 1, 5000), 1, "host 0's datd did not connect");
+        link = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        cr_assert_geq(link, 0, "%s", strerror(errno));
+        setsockopt(link, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        cm_header(&hello.hdr, CM_HELLO, sizeof(hello));
+        memcpy(hello.host_id, "test-passiv-datd", sizeof(hello.host_id));
+        cm_write(link, &hello, sizeof(hello));
+        return link;
+}
+
+/* dat_ep_connect(3DAT): the active process never gets more private data
+ * than its host's max_private_data either: an ACCEPT with more fails the
+ * connection (NON_PEER_REJECTED), and the passive datd is told (DISCONNECT
+ * WITHDRAWN). */
+Test(datd_conn_hosts, a_remote_accept_beyond_max_private_data_fails_the_connection)
+{
+        struct cm_conn req, acc = { .src_conn_id = htonl(4601), .pid = htonl(1) }, disc;
+        struct sockaddr_storage host2;
+        socklen_t len;
+        uint32_t b_conn;
+        int lfd, link;
+
+        start_limited(3, 0, "{\"max_private_data\": 64}");
+        lfd = cm_listen_on_host2();
+        len = cc_addr4(&host2, test_net_host_addr4(net, 2));
+        b_conn = expect_connect(&b, &host2, len, 121, UINT64_MAX, NULL, 0);
+        link = fake_passive_link(lfd);
+        cm_read(link, CM_CONNECT_REQ, &req, sizeof(req));
+        cm_header(&acc.hdr, CM_ACCEPT, sizeof(acc));
+        acc.dst_conn_id = req.src_conn_id;
+        acc.pd_len = htonl(65);
+        fill_pattern(acc.private_data, 65, 9);
+        cm_write(link, &acc, sizeof(acc));
+        expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL);
+        cm_read(link, CM_DISCONNECT, &disc, sizeof(disc));
+        cr_expect_eq(ntohl(disc.dst_conn_id), 4601);
+        cr_expect_eq(ntohl(disc.reason), CM_REASON_WITHDRAWN);
+        close(link);
+        close(lfd);
         stop();
 }
