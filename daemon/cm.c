@@ -57,6 +57,7 @@ struct CmLink {
         uint8_t *wbuf;
         size_t wlen, wcap;
         uint64_t last_rx_usec;
+        uint64_t identify_by_usec;      /* incoming: its first whole message is due by then */
         LIST_FIELDS(CmLink, links);
 };
 
@@ -488,6 +489,7 @@ static CmLink *link_new(Manager *m, int fd, bool outgoing, const struct sockaddr
         else if (l->addr.ss_family == AF_INET6)
                 ((struct sockaddr_in6 *) &l->addr)->sin6_port = 0;
         l->last_rx_usec = now_usec();
+        l->identify_by_usec = l->last_rx_usec + 2 * (uint64_t) m->config->cm_keepalive_ms * 1000u;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         if (sd_event_add_io(m->event, &l->io, fd, outgoing ? EPOLLIN | EPOLLOUT : EPOLLIN,
                             link_on_io, l) < 0) {
@@ -608,6 +610,16 @@ static int cm_on_tick(sd_event_source *s, uint64_t usec, void *userdata)
                 if (l->holds || late ||
                     (now - l->last_rx_usec > 2 * period && link_has_unread(l)))
                         l->last_rx_usec = now;
+                if (late && l->identify_by_usec < now + 2 * period)
+                        l->identify_by_usec = now + 2 * period;
+                /* Not identified yet (HELLO, DATA): a deadline from the
+                 * accept, not from the last byte, or a peer sending one
+                 * byte a period would hold its slot (and all of them,
+                 * max_cm_links x 16) for as long as it likes. */
+                if (!l->outgoing && !l->up && now > l->identify_by_usec) {
+                        link_free(l, "no HELLO or DATA within two periods");
+                        continue;
+                }
                 if (now - l->last_rx_usec > 2 * period) {
                         link_free(l, l->up ? "no keepalive for two periods" : "no answer");
                         continue;

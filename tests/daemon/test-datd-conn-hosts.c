@@ -848,3 +848,33 @@ Test(datd_conn_hosts, a_remote_accept_beyond_max_private_data_fails_the_connecti
         close(lfd);
         stop();
 }
+
+/* An incoming socket on the CM port has two keepalive periods from its
+ * connect to say what it is (HELLO or DATA), however it spends them: one
+ * that drips a byte every 300 ms is closed all the same (the bound used to
+ * start again at every byte, and such sockets could hold every slot). */
+Test(datd_conn_hosts, a_cm_socket_dripping_bytes_is_closed_in_time)
+{
+        struct cm_hello hello = {};
+        struct timespec t0;
+        bool closed = false;
+        int fd;
+
+        start(3);
+        cm_header(&hello.hdr, CM_HELLO, sizeof(hello));
+        fd = cm_connect_from(2);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        /* Two periods of 1 s, the keepalive timer's half period, room: 4 s
+         * (a whole HELLO would take 21.6 s at this pace). */
+        for (size_t i = 0; i < sizeof(hello) && !closed && elapsed_ms(&t0) < 4000; i++) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                char byte;
+
+                if (send(fd, (const uint8_t *) &hello + i, 1, MSG_NOSIGNAL) < 0 ||
+                    (poll(&p, 1, 300) == 1 && read(fd, &byte, 1) <= 0))
+                        closed = true;  /* datd writes nothing to it: EOF or reset */
+        }
+        cr_expect(closed, "a socket dripping its HELLO is still open after %ld ms", elapsed_ms(&t0));
+        close(fd);
+        stop();
+}
