@@ -303,6 +303,19 @@ static bool addr_from_wire(const struct cm_addr *in, struct cm_addr *out)
         return out->family == AF_INET || out->family == AF_INET6;
 }
 
+/* The incoming link that is up from l's host, other than l, or NULL. */
+static CmLink *link_incoming_from_same_host(const CmLink *l)
+{
+        CmLink *o;
+
+        LIST_FOREACH(links, o, l->manager->cm_links)
+                if (o != l && !o->outgoing && o->up &&
+                    sockaddr_same_host((const struct sockaddr *) &o->addr,
+                                       (const struct sockaddr *) &l->addr))
+                        return o;
+        return NULL;
+}
+
 /* One whole message in l->rbuf: false if it breaks the protocol. */
 static bool link_dispatch(CmLink *l, const char **why)
 {
@@ -335,6 +348,15 @@ static bool link_dispatch(CmLink *l, const char **why)
                                 *p = '?';
                 memcpy(l->host_id, hello->host_id, sizeof(l->host_id));
                 if (!l->outgoing) {
+                        /* One link per pair of datds (PROTOCOL.md §14): a
+                         * datd makes a new one only once it has lost the
+                         * one it had, which is then stale here (its datd
+                         * restarted, or saw the loss first).  Replaced, not
+                         * refused: else one host could take every link. */
+                        CmLink *old = link_incoming_from_same_host(l);
+
+                        if (old)
+                                link_free(old, "replaced by a new link from that host");
                         if (m->n_cm_links >= m->config->limits.max_cm_links) {
                                 log_warning("Refusing a CM link: max_cm_links (%" PRIu32
                                             ") reached.", m->config->limits.max_cm_links);

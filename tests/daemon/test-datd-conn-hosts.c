@@ -878,3 +878,44 @@ Test(datd_conn_hosts, a_cm_socket_dripping_bytes_is_closed_in_time)
         close(fd);
         stop();
 }
+
+/* Whether datd closes the link fd within ms, kept up meanwhile (a
+ * keepalive every 200 ms, datd's own read and dropped): EOF or a reset. */
+static bool cm_closed_within(int fd, int ms)
+{
+        struct cm_header h;
+
+        cm_header(&h, CM_KEEPALIVE, sizeof(h));
+        for (int t = 0; t < ms; t += 200) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                uint8_t buf[CM_MAX_MESSAGE];
+
+                if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) < 0)
+                        return true;
+                if (poll(&p, 1, 200) == 1 && read(fd, buf, sizeof(buf)) <= 0)
+                        return true;
+        }
+        return false;
+}
+
+/* One link per pair of datds (PROTOCOL.md §14): a host that opens link
+ * after link replaces its own, and takes one of max_cm_links, not all of
+ * them: another host still gets a link, and its connection is made. */
+Test(datd_conn_hosts, one_host_has_one_incoming_link)
+{
+        int links[3];
+        uint32_t a_conn, b_conn;
+
+        start_limited(3, 1, "{\"max_cm_links\": 2}");
+        for (unsigned i = 0; i < ARRAY_SIZE(links); i++) {
+                links[i] = fake_link();
+                expect_listen(&a, 122 + i);     /* a round trip: the HELLO is in */
+        }
+        for (unsigned i = 0; i + 1 < ARRAY_SIZE(links); i++)
+                cr_expect(cm_closed_within(links[i], 1000), "link %u was not replaced", i);
+        cr_expect(!cm_closed_within(links[2], 400), "the newest link was closed");
+        establish(125, &a_conn, &b_conn);
+        for (unsigned i = 0; i < ARRAY_SIZE(links); i++)
+                close(links[i]);
+        stop();
+}
