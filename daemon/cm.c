@@ -31,9 +31,6 @@ _Static_assert(sizeof(struct cm_conn) == 16 + 32 + 40 + DATP_PRIVATE_DATA_MAX + 
 _Static_assert(sizeof(struct cm_data) == 16 + 32, "CM DATA layout");
 _Static_assert(sizeof(struct cm_data) <= CM_MAX_MESSAGE, "DATA fits the read buffer");
 
-/* A link that cannot send this much is as good as lost. */
-#define CM_WBUF_MAX (16u << 20)
-
 /* Messages handled per link per wakeup: a peer that floods its link waits
  * its turn behind the clients, the other links and the keepalive timer
  * (the source is level-triggered: the rest is read on the next turn). */
@@ -50,6 +47,8 @@ struct CmLink {
         bool up;                        /* the peer's HELLO arrived */
         bool hello_sent;                /* incoming: only once the peer's first message said
                                            it is a link (HELLO), not a data connection */
+        bool dead;                      /* its peer stopped reading: freed by free_later */
+        sd_event_source *free_later;
         unsigned holds;                 /* cm_link_hold: nothing more is read while > 0 */
         uint8_t host_id[16];
         uint8_t rbuf[CM_MAX_MESSAGE] __attribute__((aligned(8))); /* read as the structs */
@@ -112,6 +111,7 @@ static void link_release(CmLink *l, bool lost)
                 m->n_cm_unidentified--;
         sd_event_source_disable_unref(l->io);
         l->io = NULL;
+        sd_event_source_disable_unref(l->free_later);
         /* conn.c drops every connection over the link; it may not send on it. */
         if (lost)
                 conn_cm_link_lost(l, was_up);
@@ -165,13 +165,34 @@ void cm_link_hold(CmLink *l, bool hold)
                 shutdown(l->fd, SHUT_RDWR);     /* the next read reports it */
 }
 
+static int link_on_dead(sd_event_source *s, void *userdata)
+{
+        link_free(userdata, "its peer reads nothing: max_cm_send_bytes unsent");
+        return 0;
+}
+
+/* A link whose peer stopped reading is lost, and freed from a deferred
+ * source: whoever sends (conn.c, the keepalive timer) may go on using it
+ * until it returns.  Only switched off, it was never freed when that
+ * happened outside link_on_io: nothing read its socket to the end any
+ * more, and the bytes left there counted as heard (cm_on_tick). */
+static void link_kill(CmLink *l)
+{
+        l->dead = true;
+        sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
+        shutdown(l->fd, SHUT_RDWR);
+        if (sd_event_add_defer(l->manager->event, &l->free_later, link_on_dead, l) < 0)
+                log_oom();      /* cm_on_tick frees it */
+}
+
 /* Appends a wire-order message; sends now unless the link is connecting. */
 static void link_queue(CmLink *l, const void *msg, size_t len)
 {
-        if (l->wlen + len > CM_WBUF_MAX) {
+        if (l->dead)
+                return;
+        if (l->wlen + len > l->manager->config->limits.max_cm_send_bytes) {
                 log_warning("CM link: %zu bytes unsent, dropping it.", l->wlen);
-                sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
-                shutdown(l->fd, SHUT_RDWR);
+                link_kill(l);
                 return;
         }
         if (l->wlen + len > l->wcap) {
@@ -545,7 +566,7 @@ CmLink *cm_link_get(Manager *m, const struct sockaddr_storage *ip, socklen_t len
         /* Not an incoming connection that has not said HELLO yet: it may be a
          * data connection, where nothing of ours may be written. */
         LIST_FOREACH(links, l, m->cm_links)
-                if ((l->outgoing || l->up) &&
+                if ((l->outgoing || l->up) && !l->dead &&
                     sockaddr_same_host((const struct sockaddr *) &l->addr, (const struct sockaddr *) ip))
                         return l;
         sockaddr_to_string((const struct sockaddr *) ip, len, a, sizeof(a));
@@ -626,6 +647,10 @@ static int cm_on_tick(sd_event_source *s, uint64_t usec, void *userdata)
         CmLink *l, *n;
 
         LIST_FOREACH_SAFE(links, l, n, m->cm_links) {
+                if (l->dead) {
+                        link_free(l, "its peer reads nothing: max_cm_send_bytes unsent");
+                        continue;
+                }
                 /* Held: its keepalives wait unread; the hold is bounded by
                  * the timer of the connection that holds it.  Unread bytes
                  * are the peer's too. */

@@ -380,6 +380,7 @@ static const ConfigKey limit_keys[] = {
         LIMIT(max_pending_connects_per_client, 1, 65536, 1024),
         LIMIT(max_pending_requests, 1, 65536, 128),
         LIMIT(max_cm_links, 1, 4096, 64),
+        LIMIT(max_cm_send_bytes, 65536, 1u << 30, 16u << 20),
         /* The shm data path: each direction's ring of a connection (a power
          * of two, libdat/shm_link.h's bounds), and the regions a client may
          * hold over its connection ends. */

@@ -52,6 +52,7 @@ typedef struct Limits {
         uint32_t max_pending_connects_per_client; /* CONNECTs not yet answered */
         uint32_t max_pending_requests;            /* a listener's backlog */
         uint32_t max_cm_links;                    /* TCP links to other datds */
+        uint32_t max_cm_send_bytes;               /* a link's messages its peer did not read */
         /* The shm data path (daemon/channel.c). */
         uint32_t shm_ring_bytes;                  /* each direction's ring */
         uint64_t max_shm_bytes_per_client;        /* regions of its connection ends */

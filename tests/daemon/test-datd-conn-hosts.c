@@ -424,8 +424,9 @@ Test(datd_conn_hosts, a_peer_breaking_the_cm_protocol_is_cut_off)
 
 #define CM_PORT 7471
 
-/* A TCP connection from host `from` to host 1's datd's cm_port. */
-static int cm_connect_from(unsigned from)
+/* A TCP connection from host `from` to host 1's datd's cm_port, its
+ * receive buffer rcvbuf bytes unless 0. */
+static int cm_connect_rcvbuf(unsigned from, int rcvbuf)
 {
         struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(CM_PORT) };
         struct timeval tv = { .tv_sec = 5 };
@@ -434,8 +435,15 @@ static int cm_connect_from(unsigned from)
         cr_assert_geq(fd, 0);
         inet_pton(AF_INET, test_net_host_addr4(net, 1), &to.sin_addr);
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (rcvbuf)
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
         cr_assert_eq(connect(fd, (struct sockaddr *) &to, sizeof(to)), 0, "%s", strerror(errno));
         return fd;
+}
+
+static int cm_connect_from(unsigned from)
+{
+        return cm_connect_rcvbuf(from, 0);
 }
 
 static void cm_header(struct cm_header *h, uint16_t type, size_t len)
@@ -522,15 +530,22 @@ static int fake_data_connection(uint32_t our_id, const struct cm_conn *accept)
         return dfd;
 }
 
-static int fake_link(void)
+/* Host 2's link to host 1, HELLO said, its receive buffer rcvbuf bytes
+ * unless 0. */
+static int fake_link_rcvbuf(int rcvbuf)
 {
         struct cm_hello hello = { .keepalive_ms = htonl(1000) };
-        int link = cm_connect_from(2);
+        int link = cm_connect_rcvbuf(2, rcvbuf);
 
         cm_header(&hello.hdr, CM_HELLO, sizeof(hello));
         memcpy(hello.host_id, "test-active-datd", sizeof(hello.host_id));
         cm_write(link, &hello, sizeof(hello));
         return link;
+}
+
+static int fake_link(void)
+{
+        return fake_link_rcvbuf(0);
 }
 
 /* The active process sees its second connection ESTABLISHED and at once
@@ -917,5 +932,38 @@ Test(datd_conn_hosts, one_host_has_one_incoming_link)
         establish(125, &a_conn, &b_conn);
         for (unsigned i = 0; i < ARRAY_SIZE(links); i++)
                 close(links[i]);
+        stop();
+}
+
+/* limits.max_cm_send_bytes: a peer that reads nothing loses its link when
+ * that much waits unsent, also when the last message is sent outside the
+ * link's own reading (here: the REJECTs of a closed listener's requests).
+ * The link used to be switched off and kept for ever (its unread bytes
+ * counted as heard), holding its max_cm_links slot: another host could not
+ * link any more. */
+Test(datd_conn_hosts, a_link_whose_peer_reads_nothing_is_freed)
+{
+        const unsigned n_requests = 1000;       /* 368 KB of REJECTs */
+        struct cm_header ka;
+        union datp_message ev;
+        uint32_t a_conn, b_conn;
+        int link;
+
+        start_limited(3, 1, "{\"max_cm_links\": 1, \"max_cm_send_bytes\": 65536, "
+                            "\"max_pending_requests\": 1024}");
+        expect_listen(&a, 126);
+        link = fake_link_rcvbuf(4096);          /* reads nothing from here on */
+        for (unsigned i = 0; i < n_requests; i++)
+                cm_send_conn_msg(link, CM_CONNECT_REQ, 5000 + i, 0, CM_REASON_NONE, 126);
+        for (unsigned i = 0; i < n_requests; i++)
+                cr_assert_eq(cc_event(&a, DATP_EV_CONN_REQUEST, &ev, EV_MS), 0, "request %u", i);
+        cc_close(&a);                           /* every request refused at once */
+        cm_header(&ka, CM_KEEPALIVE, sizeof(ka));
+        for (unsigned i = 0; i < 16; i++)       /* left unread at datd */
+                send(link, &ka, sizeof(ka), MSG_NOSIGNAL | MSG_DONTWAIT);
+        usleep(200000);
+        cr_assert_eq(cc_open(&a, datd[1].socket_path, "tcp"), 0);
+        establish(127, &a_conn, &b_conn);
+        close(link);
         stop();
 }
