@@ -741,8 +741,10 @@ Test(datd_conn_hosts, a_cm_peer_flooding_its_link_does_not_starve_clients)
                 r = cc_listen(&a, DATP_LISTENER_PSP, 119 + k, &listener, &qual);
                 ms = elapsed_ms(&t0);
                 cr_expect_eq(r, DAT_SUCCESS);
-                /* An answer takes a millisecond; the flood held it seconds. */
-                cr_expect_lt(ms, 1000, "LISTEN %u answered in %ld ms during the flood", k, ms);
+                /* An answer takes a millisecond; without the bound the
+                 * flood held it for the rest of its 5 s.  Half of that
+                 * leaves a loaded machine (the sanitizers' build) room. */
+                cr_expect_lt(ms, 2500, "LISTEN %u answered in %ld ms during the flood", k, ms);
         }
         child_kill(&flood);
         close(link);
