@@ -87,6 +87,12 @@ struct dto_recv {
 struct dto_resp {
         struct dto_frame frame;
         struct iovec data;              /* READ_RESP inline: the target memory read */
+        /* ... reached through this context (rmr_context, address), checked
+         * when mem_ctx_withdrawal_count() read checked_at: the data is read
+         * when the channel has room, maybe long after (dto_tx.c). */
+        uint32_t data_ctx;
+        uint64_t data_addr;
+        uint64_t checked_at;
         bool fatal;                     /* an error response: the connection ends after it */
         bool has_value;                 /* an atomic's answer: value, not data */
         uint64_t value;
@@ -251,6 +257,7 @@ struct dto_ep {
         struct iovec rx_sink[DTO_MAX_SEGS + 1];
         int rx_nsink;
         uint64_t rx_left;               /* payload bytes still to move */
+        uint64_t rx_sink_checked;       /* mem_ctx_withdrawal_count() before the sink was checked */
         uint64_t rx_scratch;            /* HELLO's probe value */
         uint64_t rx_operand[2];         /* an atomic's operands */
         /* What to do once the payload is in. */
@@ -413,6 +420,13 @@ bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct io
 /* Queues the answer to an atomic: the 8 bytes the target held. */
 bool dto_tx_respond_value(struct dto_ep *d, uint32_t seq, uint64_t value);
 
+/* Queues an RDMA Read's successful inline response: data, the target
+ * memory rmr_context reaches at addr, found there when
+ * mem_ctx_withdrawal_count() read checked_at.  Checked again before any of
+ * it goes out if a context was withdrawn since. */
+bool dto_tx_respond_read(struct dto_ep *d, uint32_t seq, const struct iovec *data, uint32_t ctx,
+                         uint64_t addr, uint64_t checked_at);
+
 /* A new connection: no probe of cross-memory attach made or answered
  * yet (dto_wire.h: HELLO, CMA_OK); on tcp, and where this process does
  * not allow it (DATD_SHM_NO_CMA), none will be. */
@@ -434,6 +448,11 @@ bool dto_tx_ask_ack(struct dto_ep *d, bool sleeping);
 void dto_tx_bye(struct dto_ep *d);
 
 /* ---- dto_rx.c ------------------------------------------------------------ */
+
+/* Whether [addr, addr + len) is memory of ours that rmr_context reaches
+ * with privileges priv through the EP's PZ (an RDMA target or source). */
+bool dto_rdma_target_ok(struct dto_ep *d, uint32_t rmr_context, uint64_t addr, uint64_t len,
+                        DAT_MEM_PRIV_FLAGS priv);
 
 /* Reads and serves frames until the channel is empty or a Send waits for a
  * receive.  Returns whether bytes moved. */

@@ -313,6 +313,7 @@ static void flush_all(struct dto_ep *d, struct dto_batch *b)
         d->read_data_pending = 0;
         d->tx_item = DTO_TX_NONE;
         d->rx_state = DTO_RX_HEADER;
+        d->rx_status = DAT_DTO_SUCCESS; /* no payload being dropped */
         d->rx_have = 0;
         d->rx_stash_len = d->rx_stash_off = 0;
         if (d->rnr_deadline_ns) {
@@ -586,6 +587,7 @@ DAT_RETURN dto_ep_start(struct ep *ep, uint32_t conn_id)
                 d->tx_next = d->resp_next = d->tail;
                 d->tx_item = DTO_TX_NONE;
                 d->rx_state = DTO_RX_HEADER;
+                d->rx_status = DAT_DTO_SUCCESS; /* no payload being dropped */
                 d->rx_have = 0;
                 d->rx_stash_len = d->rx_stash_off = 0;
                 d->cma_to_peer = d->cma_from_peer = false;

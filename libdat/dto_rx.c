@@ -256,6 +256,9 @@ static enum action on_send(struct dto_ep *d, struct dto_batch *b)
 
         if (!hold_recv(d))
                 return ACT_STALL;
+        /* Before the check: a free after it shows at the payload's next
+         * piece (poll_frames). */
+        d->rx_sink_checked = mem_ctx_withdrawal_count();
         st = recv_iovecs(d, iov, &n, &capacity);
         if (st == DAT_DTO_SUCCESS && d->rx.len > capacity)
                 /* dat_ep_post_recv(3DAT): a message larger than the buffer */
@@ -285,16 +288,27 @@ static enum action on_send(struct dto_ep *d, struct dto_batch *b)
 /* The target memory of an RDMA request, checked against our tables: the
  * rmr_context must be one of this IA's, the range inside what it exposes
  * with the privilege asked, and its PZ the EP's. */
-static bool rdma_target_len(struct dto_ep *d, DAT_MEM_PRIV_FLAGS priv, uint64_t len,
-                            struct iovec *target)
+static inline bool target_ok(struct dto_ep *d, uint32_t rmr_context, uint64_t addr, uint64_t len,
+                             DAT_MEM_PRIV_FLAGS priv)
 {
         struct lmr *lmr;
         struct pz *pz;
 
-        if (rmr_context_find(d->ia, d->rx.rmr_context, d->rx.addr, len, priv, &lmr, &pz) !=
-            DAT_SUCCESS)
+        if (rmr_context_find(d->ia, rmr_context, addr, len, priv, &lmr, &pz) != DAT_SUCCESS)
                 return false;
-        if (!pz || !ep_pz_is(d->ep, &pz->obj))
+        return pz && ep_pz_is(d->ep, &pz->obj);
+}
+
+bool dto_rdma_target_ok(struct dto_ep *d, uint32_t rmr_context, uint64_t addr, uint64_t len,
+                        DAT_MEM_PRIV_FLAGS priv)
+{
+        return target_ok(d, rmr_context, addr, len, priv);
+}
+
+static bool rdma_target_len(struct dto_ep *d, DAT_MEM_PRIV_FLAGS priv, uint64_t len,
+                            struct iovec *target)
+{
+        if (!target_ok(d, d->rx.rmr_context, d->rx.addr, len, priv))
                 return false;
         *target = (struct iovec){ (void *)(uintptr_t)d->rx.addr, (size_t)len };
         return true;
@@ -419,6 +433,9 @@ static enum action on_write(struct dto_ep *d, struct dto_batch *b)
          * receiver not ready the same way. */
         if ((d->rx.flags & DTO_F_IMM) && !hold_recv(d))
                 return ACT_STALL;
+        /* Before the check: a free or unbind after it shows at the
+         * payload's next piece (poll_frames). */
+        d->rx_sink_checked = mem_ctx_withdrawal_count();
         if (!rdma_target(d, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, &target)) {
                 respond(d, DTO_OP_ACK, d->rx.seq, DAT_DTO_ERR_REMOTE_ACCESS, 0, 0, NULL);
                 return ACT_NEXT;
@@ -440,6 +457,9 @@ static enum action on_write(struct dto_ep *d, struct dto_batch *b)
 
 static enum action on_read_req(struct dto_ep *d)
 {
+        /* Before the check: the response's data goes out later, and is
+         * checked again if a context was withdrawn since (dto_tx.c). */
+        uint64_t checked_at = mem_ctx_withdrawal_count();
         struct iovec source;
 
         if (!rdma_target(d, DAT_MEM_PRIV_REMOTE_READ_FLAG, &source)) {
@@ -453,9 +473,13 @@ static enum action on_read_req(struct dto_ep *d)
                 respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_SUCCESS, 0, DTO_F_CMA, NULL);
                 return ACT_NEXT;
         }
-        if (respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_SUCCESS, d->rx.len, 0,
-                    d->rx.len ? &source : NULL) && d->rx.len)
+        if (d->rx.len == 0)
+                respond(d, DTO_OP_READ_RESP, d->rx.seq, DAT_DTO_SUCCESS, 0, 0, NULL);
+        else if (dto_tx_respond_read(d, d->rx.seq, &source, d->rx.rmr_context, d->rx.addr,
+                                     checked_at))
                 d->read_data_pending++;
+        else
+                dto_fail(d, "the peer does not read its responses");
         d->rx_state = DTO_RX_HEADER;
         return ACT_NEXT;
 }
@@ -550,6 +574,9 @@ static enum action on_response(struct dto_ep *d, struct dto_batch *b)
                                         (size_t)t[i].segment_length };
                 n = iov_trim(iov, n, d->rx.len);
                 sink_set(d, iov, n, d->rx.len);
+                /* Checked when the Read was posted, at a count we did not
+                 * keep: checked again before the first piece lands. */
+                d->rx_sink_checked = mem_ctx_withdrawal_count() - 1;
         }
         return ACT_NEXT;
 }
@@ -913,6 +940,18 @@ static bool header_from_stash(struct dto_ep *d, bool *moved)
         return true;
 }
 
+/* What a read of the channel brought: true for bytes; false for none, or
+ * for the end of the stream, which fails the connection. */
+static inline bool read_brought(struct dto_ep *d, ssize_t n)
+{
+        if (n < 0) {
+                d->peer_gone = true;
+                dto_fail(d, "the peer closed the channel");
+                return false;
+        }
+        return n > 0;
+}
+
 /* Reads into the header or segment buffer; false when nothing more came. */
 static bool read_fixed(struct dto_ep *d, void *buf, uint32_t want, bool *moved)
 {
@@ -928,6 +967,120 @@ static bool read_fixed(struct dto_ep *d, void *buf, uint32_t want, bool *moved)
                 return false;
         *moved = true;
         d->rx_have += (uint32_t)n;
+        return true;
+}
+
+/* Our request's local segments (an RDMA Read's, answered inline) still
+ * registered, writable, for the response's length. */
+static bool read_segments_there(struct dto_ep *d, const struct dto_req *r, uint32_t slot)
+{
+        const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+        uint64_t left = d->rx.len;
+        struct lmr *lmr;
+
+        for (uint32_t i = 0; i < r->nseg && left > 0; i++) {
+                uint64_t len = t[i].segment_length < left ? t[i].segment_length : left;
+
+                if (len > 0 && lmr_find_by_context(d->ia, t[i].lmr_context, t[i].virtual_address,
+                                                   len, DAT_MEM_PRIV_LOCAL_WRITE_FLAG,
+                                                   &lmr) != DAT_SUCCESS)
+                        return false;
+                left -= len;
+        }
+        return true;
+}
+
+/* A context was withdrawn (an LMR freed, an RMR freed or unbound) since
+ * the payload's sink was checked: is the memory still there?  True, and
+ * the sink checked at the current count; false when it is gone, or went
+ * before: the rest of the payload must not land (its pieces would go to
+ * memory unmapped, or reused).
+ *
+ * The answer is the one a NIC gives to a target that went away in the
+ * middle of a message, and that on_write and on_send give to one found
+ * missing at the header: the Write's initiator gets
+ * DAT_DTO_ERR_REMOTE_ACCESS, a Send's receive DAT_DTO_ERR_LOCAL_PROTECTION
+ * (at once) and its initiator DAT_DTO_ERR_REMOTE_RESPONDER.  The response
+ * waits until the rest of the payload is read and dropped
+ * (drop_payload, rx_status): the initiator matches a response only to
+ * a request whose frame it finished writing, and an error response ends
+ * the connection once out (respond), so the frame must be whole first.
+ * An RDMA Read's data for our own segments that went: the Read completes
+ * DAT_DTO_ERR_LOCAL_PROTECTION, which ends the connection at once. */
+static _noinline_ bool sink_still_there(struct dto_ep *d, struct dto_batch *b)
+{
+        /* Before the lookups, as at the first check. */
+        uint64_t now = mem_ctx_withdrawal_count();
+        struct iovec iov[DTO_MAX_SEGS];
+        struct dto_req *r;
+        uint64_t capacity;
+        uint32_t slot = 0;
+        int n;
+
+        if (d->rx_status != DAT_DTO_SUCCESS)
+                return false;   /* gone before: being dropped */
+        switch (d->rx.op) {
+        case DTO_OP_WRITE:
+                if (target_ok(d, d->rx.rmr_context, d->rx.addr, d->rx.len,
+                              DAT_MEM_PRIV_REMOTE_WRITE_FLAG))
+                        break;
+                d->rx_status = DAT_DTO_ERR_REMOTE_ACCESS;
+                return false;
+        case DTO_OP_SEND:
+                if (recv_iovecs(d, iov, &n, &capacity) == DAT_DTO_SUCCESS)
+                        break;
+                recv_done(d, DAT_DTO_ERR_LOCAL_PROTECTION, b);
+                d->rx_status = DAT_DTO_ERR_REMOTE_RESPONDER;
+                return false;
+        case DTO_OP_READ_RESP:
+                r = awaited(d, &slot);
+                if (r && read_segments_there(d, r, slot))
+                        break;
+                if (r)
+                        request_done(d, r, DAT_DTO_ERR_LOCAL_PROTECTION, b);
+                else
+                        dto_fail(d, "an RDMA Read's segments went");
+                return false;
+        default:
+                /* HELLO, an atomic's operands: our own memory. */
+                break;
+        }
+        d->rx_sink_checked = now;
+        return true;
+}
+
+/* The payload's sink went (sink_still_there): drops what the channel has
+ * of the rest, and once all of it is read answers as rx_status says.
+ * Every piece from now on comes here (rx_sink_checked never matches the
+ * count again).  False when nothing more came.  Out of line: the payload
+ * path pays one load and compare per piece. */
+static _noinline_ bool drop_payload(struct dto_ep *d, bool *moved)
+{
+        size_t k;
+
+        if (d->state != DTO_RUNNING) {
+                *moved = true;  /* the connection failed */
+                return true;
+        }
+        if (d->rx_sink_checked != UINT64_MAX) {
+                d->rx_sink_checked = UINT64_MAX;
+                d->rx_nsink = 0;
+                if (d->ch->ops->expect)
+                        d->ch->ops->expect(d->ch, 0);
+        }
+        if (d->rx_stash_off >= d->rx_stash_len && !read_brought(d, stash_fill(d)))
+                return false;
+        k = d->rx_stash_len - d->rx_stash_off;
+        if (k > d->rx_left)
+                k = (size_t)d->rx_left;
+        stash_advance(d, k);
+        d->rx_left -= k;
+        *moved = true;
+        if (d->rx_left == 0) {
+                d->rx_state = DTO_RX_HEADER;
+                respond(d, DTO_OP_ACK, d->rx.seq, d->rx_status, 0, 0, NULL);
+                d->rx_status = DAT_DTO_SUCCESS;
+        }
         return true;
 }
 
@@ -967,12 +1120,7 @@ static bool read_payload(struct dto_ep *d, bool *moved)
         got = rx_read(d, iov, n);
         if (d->ch->ops->expect && got > 0)
                 d->ch->ops->expect(d->ch, d->rx_left - (uint64_t)got);
-        if (got < 0) {
-                d->peer_gone = true;
-                dto_fail(d, "the peer closed the channel");
-                return false;
-        }
-        if (got == 0)
+        if (!read_brought(d, got))
                 return false;
         *moved = true;
         d->rx_left -= (uint64_t)got;
@@ -1126,6 +1274,14 @@ static _always_inline_ bool poll_frames(struct dto_ep *d, struct dto_batch *b)
                 case DTO_RX_PAYLOAD:
                         if (d->rx_left == 0) {
                                 on_payload_done(d, b);
+                                break;
+                        }
+                        /* The target memory may have gone since the
+                         * last piece. */
+                        if (_unlikely_(d->rx_sink_checked != mem_ctx_withdrawal_count()) &&
+                            !sink_still_there(d, b)) {
+                                if (!drop_payload(d, &moved))
+                                        return moved;
                                 break;
                         }
                         if (!read_payload(d, &moved))

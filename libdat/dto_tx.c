@@ -13,6 +13,7 @@
 
 #include "libdat/env_switch.h"
 #include "libdat/ep.h"
+#include "libdat/mem_ctx.h"
 
 /* The peer may use cross-memory attach on us: whether this environment
  * lets it.  DATD_SHM_NO_CMA=1 turns it off (tests of the fallback). */
@@ -71,16 +72,35 @@ bool dto_tx_respond(struct dto_ep *d, const struct dto_frame *f, const struct io
         return true;
 }
 
+/* The response queued last. */
+static struct dto_resp *resp_last(const struct dto_ep *d)
+{
+        return &d->resp[(d->resp_head + d->resp_count - 1) & (d->resp_cap - 1)];
+}
+
 bool dto_tx_respond_value(struct dto_ep *d, uint32_t seq, uint64_t value)
 {
         struct dto_frame f = { .op = DTO_OP_READ_RESP, .seq = seq, .len = sizeof(value) };
-        struct dto_resp *r;
 
         if (!dto_tx_respond(d, &f, NULL, false))
                 return false;
-        r = &d->resp[(d->resp_head + d->resp_count - 1) & (d->resp_cap - 1)];
-        r->has_value = true;
-        r->value = value;
+        resp_last(d)->has_value = true;
+        resp_last(d)->value = value;
+        return true;
+}
+
+bool dto_tx_respond_read(struct dto_ep *d, uint32_t seq, const struct iovec *data, uint32_t ctx,
+                         uint64_t addr, uint64_t checked_at)
+{
+        struct dto_frame f = { .op = DTO_OP_READ_RESP, .seq = seq, .len = data->iov_len };
+        struct dto_resp *r;
+
+        if (!dto_tx_respond(d, &f, data, false))
+                return false;
+        r = resp_last(d);
+        r->data_ctx = ctx;
+        r->data_addr = addr;
+        r->checked_at = checked_at;
         return true;
 }
 
@@ -346,6 +366,55 @@ static int remaining_iov(const struct dto_ep *d, struct iovec *iov)
         return out;
 }
 
+/* A context was withdrawn since the RDMA Read response being written had
+ * its source checked: is the memory still there?  True, checked at the
+ * current count.  Gone, with none of the frame out yet: the response
+ * becomes DAT_DTO_ERR_REMOTE_ACCESS (what the target answers a Read of
+ * memory it does not have, on_read_req), which ends the connection once
+ * out, like every error response.  Gone in the middle of the frame: what
+ * went cannot be recalled, and the peer expects the rest; the connection
+ * fails (its Read flushes).  False then.  Out of line: the write path
+ * pays one load and compare per write. */
+static _noinline_ bool read_source_still_there(struct dto_ep *d)
+{
+        /* Before the lookup, as at the first check. */
+        uint64_t now = mem_ctx_withdrawal_count();
+        struct dto_resp *r = &d->resp[d->tx_index];
+
+        if (dto_rdma_target_ok(d, r->data_ctx, r->data_addr, r->data.iov_len,
+                               DAT_MEM_PRIV_REMOTE_READ_FLAG)) {
+                r->checked_at = now;
+                return true;
+        }
+        if (d->tx_off > 0) {
+                dto_fail(d, "the memory an RDMA Read reads went while it was sent");
+                return false;
+        }
+        r->frame.status = DAT_DTO_ERR_REMOTE_ACCESS;
+        r->frame.len = 0;
+        r->fatal = true;
+        d->tx_hdr.status = DAT_DTO_ERR_REMOTE_ACCESS;
+        d->tx_hdr.len = 0;
+        d->tx_npayload = 0;
+        d->tx_total = sizeof(d->tx_hdr);
+        /* The frame is the error now; data.iov_len stays, for frame_done's
+         * count of Read data pending. */
+        return true;
+}
+
+/* The frame being written is an RDMA Read's inline data, read from our
+ * memory now: still there? */
+static inline bool tx_source_ok(struct dto_ep *d)
+{
+        const struct dto_resp *r;
+
+        if (d->tx_item != DTO_TX_RESP)
+                return true;
+        r = &d->resp[d->tx_index];
+        return r->data.iov_len == 0 || r->frame.len == 0 ||
+               r->checked_at == mem_ctx_withdrawal_count() || read_source_still_there(d);
+}
+
 /* The current frame is out. */
 static void frame_done(struct dto_ep *d)
 {
@@ -392,6 +461,8 @@ bool dto_tx_flush_frames(struct dto_ep *d)
                 ssize_t n;
 
                 if (d->tx_item == DTO_TX_NONE && !start_next(d))
+                        break;
+                if (!tx_source_ok(d))
                         break;
                 n = d->ch->ops->writev(d->ch, iov, remaining_iov(d, iov));
                 if (n < 0 && d->peer_bye)

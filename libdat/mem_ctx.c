@@ -36,6 +36,7 @@ static uint32_t n_slots;
 static uint32_t free_head, free_tail;           /* FIFO of free slots, index + 1, 0 = empty */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 uint64_t mem_ctx_releases;
+uint64_t mem_ctx_withdrawals;
 
 static struct ctx_slot *slot_at(uint32_t index)
 {
@@ -169,8 +170,12 @@ void mem_ctx_set(uint32_t slot, enum mem_ctx_role role, uint32_t ctx)
         if (!s)
                 return;
         old = __atomic_exchange_n(&s->ctx[role], ctx, __ATOMIC_SEQ_CST);
-        if (role == MEM_CTX_REMOTE)
-                remote_ctx_withdrawn(s, old, ctx);
+        if (role != MEM_CTX_REMOTE)
+                return;
+        /* After the old context stopped resolving (mem_ctx_withdrawal_count). */
+        if (old != 0 && old != ctx)
+                __atomic_add_fetch(&mem_ctx_withdrawals, 1, __ATOMIC_RELEASE);
+        remote_ctx_withdrawn(s, old, ctx);
 }
 
 void mem_ctx_note_export(uint32_t ctx)
@@ -215,6 +220,7 @@ void mem_ctx_release(uint32_t slot)
         /* After the contexts stop resolving: a count read later finds them
          * gone (mem_ctx_release_count). */
         __atomic_add_fetch(&mem_ctx_releases, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&mem_ctx_withdrawals, 1, __ATOMIC_RELEASE);
         slot_give_back(slot);
         pthread_mutex_unlock(&table_lock);
         /* Outside the table's lock: it may wait for a peer's copy. */

@@ -81,6 +81,20 @@ static inline uint64_t mem_ctx_release_count(void)
         return __atomic_load_n(&mem_ctx_releases, __ATOMIC_ACQUIRE);
 }
 
+/* How many times a context stopped resolving: a slot released (both its
+ * contexts) or a remote context replaced or revoked (dat_rmr_bind, an
+ * unbind), each counted after the context stopped resolving.  A payload
+ * that arrives in pieces reads it when its target was checked and again
+ * before each piece is placed (dto_rx.c, dto_tx.c): while it reads the
+ * same, the target is still what the check found.  Apart from
+ * mem_ctx_releases, whose readers need not look again after an RMR bind. */
+extern uint64_t mem_ctx_withdrawals;
+
+static inline uint64_t mem_ctx_withdrawal_count(void)
+{
+        return __atomic_load_n(&mem_ctx_withdrawals, __ATOMIC_ACQUIRE);
+}
+
 /* The object whose published context of that role is ctx, or NULL. */
 struct dat_object *mem_ctx_find(uint32_t ctx, enum mem_ctx_role role);
 

@@ -128,6 +128,20 @@ tests_dto_test_dto_users_netns_CFLAGS = $(dto_netns_cflags)
 tests_dto_test_dto_users_netns_LDADD = $(dto_fault_ldadd)
 # ---- end of the errors/teardown/stress/users block ----
 
+# test_dto_freed_target: target memory freed or unbound while a payload
+# to or from it moves (the rest neither lands nor is read there)
+dto_tests += tests/dto/test_dto_freed_target_shm tests/dto/test_dto_freed_target_tcp \
+	tests/dto/test_dto_freed_target_netns
+tests_dto_test_dto_freed_target_shm_SOURCES = tests/dto/test_dto_freed_target.c
+tests_dto_test_dto_freed_target_shm_CFLAGS = $(dto_shm_cflags)
+tests_dto_test_dto_freed_target_shm_LDADD = $(dto_test_ldadd)
+tests_dto_test_dto_freed_target_tcp_SOURCES = tests/dto/test_dto_freed_target.c
+tests_dto_test_dto_freed_target_tcp_CFLAGS = $(dto_tcp_cflags)
+tests_dto_test_dto_freed_target_tcp_LDADD = $(dto_test_ldadd)
+tests_dto_test_dto_freed_target_netns_SOURCES = tests/dto/test_dto_freed_target.c
+tests_dto_test_dto_freed_target_netns_CFLAGS = $(dto_netns_cflags)
+tests_dto_test_dto_freed_target_netns_LDADD = $(dto_test_ldadd)
+
 # ---- other engineers' test programs: above this line ----
 # Issue 6: the send and RDMA bodies again over tcp sockets with 16 KiB buffers
 # (every frame in pieces: partial reads and writes, back-pressure).
