@@ -84,6 +84,22 @@ static bool direct_allowed(void)
         return !env_switch_on("DATD_SHM_NO_DIRECT", &no_direct);
 }
 
+/* SHM_DIRECT_WINDOW_MAX, or less as the environment says (read once). */
+static uint64_t window_max(void)
+{
+        static uint64_t cached;
+        uint64_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+
+        if (!v) {
+                const char *e = getenv("DATD_SHM_DIRECT_WINDOW_MAX");
+                unsigned long long n = e ? strtoull(e, NULL, 10) : 0;
+
+                v = n > 0 && n < SHM_DIRECT_WINDOW_MAX ? n : SHM_DIRECT_WINDOW_MAX;
+                __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+        }
+        return v;
+}
+
 struct shm_direct *shm_direct_new(pid_t peer_pid, int peer_pidfd)
 {
         struct shm_direct *x;
@@ -217,6 +233,8 @@ int shm_direct_export(struct shm_direct *x, const struct shm_direct_window *w,
         uint32_t i, free_slot = SHM_DIRECT_SLOTS;
         int r, fd;
 
+        if (w->len > window_max())
+                return 0;
         pthread_mutex_lock(&registry_lock);
         r = table_ready(x);
         if (r < 0)
@@ -327,6 +345,9 @@ static int map_window(struct shm_direct *x, int obj_fd, uint64_t off, uint64_t l
 
         if (len == 0 || off + len < off || off + len - start > SIZE_MAX - page)
                 return -EPROTO;
+        /* The peer states the length; the mapping is ours to pay for. */
+        if (len > window_max())
+                return -EFBIG;
         fd = take_peer_fd(x, obj_fd);
         if (fd < 0)
                 return fd;

@@ -50,7 +50,11 @@
  * hostile peer could shrink an exported object under our mapping (its
  * shared memory objects cannot be sealed) and our next Write would fault:
  * no more harm than its kill(2) or ptrace(2), which the same permission
- * allows. */
+ * allows.  So no seal is asked of an exported object, as shm_region_map
+ * asks of a ring's memfd: libdat's own exports (shm_open objects, named so
+ * that other processes attach them, mem_shm.h) never carry one, and
+ * asking would turn every direct Write off.  Its length, which the
+ * exporter states, is bounded (SHM_DIRECT_WINDOW_MAX). */
 #ifndef DATD_LIBDAT_SHM_DIRECT_H
 #define DATD_LIBDAT_SHM_DIRECT_H
 
@@ -68,6 +72,16 @@
  * is a few microseconds of either, where a Write of max_rdma_size (1 GiB)
  * would hold both for a tenth of a second. */
 #define SHM_DIRECT_WRITE_MAX (64u << 10)
+
+/* The longest window one end exports, or maps of its peer's.  A window is
+ * the whole of what an rmr_context reaches, its length the exporter's to
+ * state, and each mapping holds that much of the importer's address space
+ * until it is revoked (SHM_DIRECT_SLOTS windows a channel): unbounded, a
+ * peer could take all of it.  1 GiB, the shm transport's max_rdma_size
+ * (transport.c); the Writes to a longer window go through the channel.
+ * DATD_SHM_DIRECT_WINDOW_MAX=n (bytes, in the environment) lowers it for
+ * the process, for tests. */
+#define SHM_DIRECT_WINDOW_MAX ((uint64_t)1 << 30)
 
 struct shm_direct;
 
@@ -118,7 +132,8 @@ struct shm_direct_export {
 };
 
 /* Exports w on this channel.  1 with *out: send EXPORT; 0: w's context is
- * exported here already, or no slot is free; -errno: no table.  The caller
+ * exported here already, no slot is free, or w is longer than
+ * SHM_DIRECT_WINDOW_MAX; -errno: no table.  The caller
  * checks afterwards that w's context still resolves to the same window,
  * and revokes it (shm_direct_revoke_context) if not: a revocation that ran
  * before the export was registered did not see it. */
@@ -133,7 +148,8 @@ void shm_direct_revoke_context(uint32_t ctx);
 
 /* The peer's EXPORT: maps its table (the first time) and the window.  0, or
  * -errno (the peer's Writes to ctx keep going through the ring; never a
- * failure of the connection: a window revoked meanwhile is not an error). */
+ * failure of the connection: a window revoked meanwhile is not an error);
+ * -EFBIG for a window longer than SHM_DIRECT_WINDOW_MAX. */
 int shm_direct_import(struct shm_direct *x, uint32_t ctx, const struct shm_direct_export *e);
 
 /* An RDMA Write of the n segments of iov (total bytes) to the peer's

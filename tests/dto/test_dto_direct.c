@@ -12,6 +12,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -156,6 +157,50 @@ Test(DTO_SUITE(direct), without_direct_writes_a_frozen_target_takes_nothing)
         struct dto_config cfg = { .env = env };
         bool direct = false;
 
+        dto_run(&cfg, frozen_target, writes_to_frozen, &direct);
+}
+
+/* ---- windows too long to map ------------------------------------------------------ */
+
+/* shm_direct.h, SHM_DIRECT_WINDOW_MAX: below the target's window (a page),
+ * in one role only: the other exports or maps as ever. */
+static void window_max_for(const struct dto_side *s, enum dto_role role)
+{
+        if (s->role == role)
+                DTO_ASSERTF(setenv("DATD_SHM_DIRECT_WINDOW_MAX", "1024", 1) == 0, "setenv: %m");
+}
+
+static void window_max_in_initiator(const struct dto_side *s)
+{
+        window_max_for(s, DTO_CLIENT);
+}
+
+static void window_max_in_target(const struct dto_side *s)
+{
+        window_max_for(s, DTO_SERVER);
+}
+
+/* A window longer than the importer maps (its exporter says how long:
+ * the importer bounds it) is not mapped: the Writes to it go through the
+ * channel, and a frozen target takes nothing. */
+Test(DTO_SUITE(direct), a_window_longer_than_the_importer_maps_is_not_mapped)
+{
+        struct dto_config cfg = { .pre_open = window_max_in_initiator };
+        bool direct = false;
+
+        if (!siblings_may_take_descriptors())
+                cr_skip_test("a process may not take its sibling's descriptors here (pidfd_getfd)");
+        dto_run(&cfg, frozen_target, writes_to_frozen, &direct);
+}
+
+/* The same bound on the exporter's side: such a window is not exported. */
+Test(DTO_SUITE(direct), a_window_longer_than_the_exporter_offers_is_not_exported)
+{
+        struct dto_config cfg = { .pre_open = window_max_in_target };
+        bool direct = false;
+
+        if (!siblings_may_take_descriptors())
+                cr_skip_test("a process may not take its sibling's descriptors here (pidfd_getfd)");
         dto_run(&cfg, frozen_target, writes_to_frozen, &direct);
 }
 
