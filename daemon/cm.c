@@ -369,15 +369,24 @@ static bool link_dispatch(CmLink *l, const char **why)
                                 *p = '?';
                 memcpy(l->host_id, hello->host_id, sizeof(l->host_id));
                 if (!l->outgoing) {
-                        /* One link per pair of datds (PROTOCOL.md §14): a
-                         * datd makes a new one only once it has lost the
-                         * one it had, which is then stale here (its datd
-                         * restarted, or saw the loss first).  Replaced, not
-                         * refused: else one host could take every link. */
+                        /* One link per pair of datds (PROTOCOL.md §14),
+                         * else one host could take every link.  The same
+                         * datd (its host_id, random per run) makes a new
+                         * one only once it lost the one it had, which is
+                         * then stale here: replaced.  Another host_id from
+                         * that host while its link is up is refused: any
+                         * process there could otherwise break every
+                         * connection over it.  A datd that restarted gets
+                         * its link once the old one is gone (its socket's
+                         * end, or two keepalive periods). */
                         CmLink *old = link_incoming_from_same_host(l);
 
+                        if (old && memcmp(old->host_id, l->host_id, sizeof(l->host_id)) != 0) {
+                                *why = "another datd's link from that host is up";
+                                return false;
+                        }
                         if (old)
-                                link_free(old, "replaced by a new link from that host");
+                                link_free(old, "replaced by a new link from the same datd");
                         if (m->n_cm_links >= m->config->limits.max_cm_links) {
                                 log_warning("Refusing a CM link: max_cm_links (%" PRIu32
                                             ") reached.", m->config->limits.max_cm_links);
@@ -491,7 +500,10 @@ static int link_on_io(sd_event_source *s, int fd, uint32_t revents, void *userda
                         /* conn_cm_receive() may not free the link: it only
                          * sends, or holds it (what follows waits). */
                         l->rlen = 0;
-                        if (++done == CM_BATCH)
+                        /* Killed by what it sent (link_kill): what is
+                         * still queued would make requests and
+                         * connections on a link about to go. */
+                        if (l->dead || ++done == CM_BATCH)
                                 return 0;
                         continue;
                 }

@@ -379,7 +379,9 @@ static _noinline_ bool read_source_still_there(struct dto_ep *d)
 {
         /* Before the lookup, as at the first check. */
         uint64_t now = mem_ctx_withdrawal_count();
-        struct dto_resp *r = &d->resp[d->tx_index];
+        /* The ring's head (frame_done): tx_index is not kept when the
+         * ring grows under a frame half out (dto_tx_respond). */
+        struct dto_resp *r = &d->resp[d->resp_head];
 
         if (dto_rdma_target_ok(d, r->data_ctx, r->data_addr, r->data.iov_len,
                                DAT_MEM_PRIV_REMOTE_READ_FLAG)) {
@@ -410,7 +412,7 @@ static inline bool tx_source_ok(struct dto_ep *d)
 
         if (d->tx_item != DTO_TX_RESP)
                 return true;
-        r = &d->resp[d->tx_index];
+        r = &d->resp[d->resp_head];     /* as in read_source_still_there */
         return r->data.iov_len == 0 || r->frame.len == 0 ||
                r->checked_at == mem_ctx_withdrawal_count() || read_source_still_there(d);
 }

@@ -534,6 +534,16 @@ static int sleep_before_retry(struct evd *evd, uint32_t seen, const struct dat_d
         return r == ETIMEDOUT && soon_first ? 0 : r;
 }
 
+/* The signals a fault raises in the thread that faulted: never what
+ * interrupts a thread asleep in ppoll, and the ones whose handlers
+ * sanitizers, crash reporters and language runtimes install without
+ * SA_RESTART (AddressSanitizer's SIGSEGV, SIGBUS and SIGFPE). */
+static bool fault_signal(int sig)
+{
+        return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+               sig == SIGTRAP || sig == SIGSYS;
+}
+
 /* Whether a futex sleep for this deadline would have gone on after the
  * signal handler that just interrupted ppoll (which never restarts): with
  * no deadline the kernel restarts it after a handler installed with
@@ -549,7 +559,8 @@ static bool sleep_restarts(const struct dat_deadline *deadline)
                 struct sigaction sa;
 
                 /* glibc's own signals (for threads) answer EINVAL. */
-                if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+                if (sig == SIGKILL || sig == SIGSTOP || fault_signal(sig) ||
+                    sigaction(sig, NULL, &sa) < 0)
                         continue;
                 if (!(sa.sa_flags & SA_SIGINFO) &&
                     (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
@@ -648,8 +659,11 @@ static int sleep_reading(struct evd *evd, uint32_t seen, const struct dat_deadli
          * waiters are sent away next (DAT_ABORT). */
         if (datd_conn_reader_evicted(&ia->conn) && r != EINTR)
                 over = true;
-        pthread_setcancelstate(cancel, NULL);
+        /* Before a pending cancel can act: every agent filed runs (one
+         * cancelled at its first cancellation point would leave the rest
+         * filed for good, their CNOs triggered). */
         cno_notices_release(&held);
+        pthread_setcancelstate(cancel, NULL);
         if (over)
                 return dat_word_sleep(&evd->wake_seq, seen, deadline);
         return r;

@@ -532,15 +532,20 @@ static int fake_data_connection(uint32_t our_id, const struct cm_conn *accept)
 
 /* Host 2's link to host 1, HELLO said, its receive buffer rcvbuf bytes
  * unless 0. */
-static int fake_link_rcvbuf(int rcvbuf)
+static int fake_link_as(int rcvbuf, const char host_id[16])
 {
         struct cm_hello hello = { .keepalive_ms = htonl(1000) };
         int link = cm_connect_rcvbuf(2, rcvbuf);
 
         cm_header(&hello.hdr, CM_HELLO, sizeof(hello));
-        memcpy(hello.host_id, "test-active-datd", sizeof(hello.host_id));
+        memcpy(hello.host_id, host_id, sizeof(hello.host_id));
         cm_write(link, &hello, sizeof(hello));
         return link;
+}
+
+static int fake_link_rcvbuf(int rcvbuf)
+{
+        return fake_link_as(rcvbuf, "test-active-datd");
 }
 
 static int fake_link(void)
@@ -934,6 +939,30 @@ Test(datd_conn_hosts, one_host_has_one_incoming_link)
         establish(125, &a_conn, &b_conn);
         for (unsigned i = 0; i < ARRAY_SIZE(links); i++)
                 close(links[i]);
+        stop();
+}
+
+/* ... but a HELLO with another host_id from that host, while its link is
+ * up, is refused, and the link stays: any process there (not its datd,
+ * whose host_id it cannot know) could otherwise break every connection
+ * over it. */
+Test(datd_conn_hosts, another_datd_from_a_linked_host_is_refused)
+{
+        struct cm_conn accept;
+        uint32_t a_conn;
+        int link, impostor;
+
+        start(3);       /* host 2 has no datd: the test is its datd */
+        expect_listen(&a, 126);
+        link = fake_link();
+        expect_listen(&a, 127);         /* a round trip: the HELLO is in */
+        impostor = fake_link_as(0, "someone-else-16b");
+        cr_expect(cm_closed_within(impostor, 1000), "the second link was not refused");
+        cr_expect(!cm_closed_within(link, 400), "the first link was closed");
+        /* It still carries a request, and its accept. */
+        fake_request_accepted(link, 4401, 126, &accept, &a_conn);
+        close(impostor);
+        close(link);
         stop();
 }
 

@@ -302,8 +302,9 @@ static void read_target(struct dto_side *s, void *arg)
         DTO_ASSERT_EQ(dat_lmr_free(t.m.lmr), DAT_SUCCESS);
         /* A write of the channel already past its check when the free
          * came copies what the memory held then: give it time to end
-         * before the memory changes (no event says when it did). */
-        sleep_ms(100);
+         * before the memory changes (no event says when it did; half a
+         * second, for a loaded machine's preemptions). */
+        sleep_ms(500);
         memset(t.view, SECRET, LEN);
         dto_thaw(&fr);
         dto_put_u64(s, 3);
