@@ -248,13 +248,15 @@ int datd_conn_defer(struct datd_conn *conn, const struct datp_header *request)
         return 0;
 }
 
-/* Turns the progress thread's watch of the socket on or off; under
- * read_lock.  A failure (the thread stopped watching in between) leaves
- * nothing to undo. */
-static void set_watched(struct datd_conn *conn, bool on)
+/* Turns the progress thread's watch of the socket on or off, under
+ * watch_lock (which orders the turnings of threads that hold read_lock
+ * one after the other: see stop_reading).  A failure (the thread stopped
+ * watching in between) leaves nothing to undo. */
+static void set_watched_locked(struct datd_conn *conn, bool on)
 {
         struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.u64 = conn->watch_key };
 
+        conn->watch_wanted = on;
         if (conn->watch_epfd >= 0)
                 (void)epoll_ctl(conn->watch_epfd, EPOLL_CTL_MOD, conn->fd, &ev);
 }
@@ -269,21 +271,30 @@ static bool start_reading(struct datd_conn *conn)
                 pthread_mutex_unlock(&conn->read_lock);
                 return false;
         }
-        set_watched(conn, false);
+        pthread_mutex_lock(&conn->watch_lock);
+        set_watched_locked(conn, false);
+        pthread_mutex_unlock(&conn->watch_lock);
         return true;
 }
 
-/* Gives it back.  The watch goes on before the lock goes: turned on after,
- * it could undo the turning off by a thread that took the lock meanwhile
- * (the progress thread then woke for every packet that thread reads, and
- * found the lock taken), or touch an epoll set the progress thread left.
- * Woken by a packet that waits while the lock is still held here, the
- * thread finds the socket readable again once it is free (the watch is
- * level-triggered). */
+/* Gives it back.  The lock goes first: woken by a packet that waits, the
+ * progress thread must find it free (turned on before, a waiting packet
+ * woke it to find the lock still held, and it spun on the level-triggered
+ * watch, taking the CPU the holder needed to let go: connections went 8
+ * times slower with 8 clients on 2 CPUs).  The watch goes on after, under
+ * watch_lock, unless a thread that took read_lock meanwhile turned it off
+ * (watch_wanted false): turned on regardless, the progress thread woke for
+ * every packet that thread read, and found the lock taken. */
 static void stop_reading(struct datd_conn *conn)
 {
-        set_watched(conn, true);
+        pthread_mutex_lock(&conn->watch_lock);
+        conn->watch_wanted = true;
+        pthread_mutex_unlock(&conn->watch_lock);
         pthread_mutex_unlock(&conn->read_lock);
+        pthread_mutex_lock(&conn->watch_lock);
+        if (conn->watch_wanted)
+                set_watched_locked(conn, true);
+        pthread_mutex_unlock(&conn->watch_lock);
 }
 
 /* Whether spinning pays: each reply that came within the spin time (or
@@ -633,8 +644,10 @@ void datd_conn_set_threaded(struct datd_conn *conn, bool threaded)
 void datd_conn_set_watch(struct datd_conn *conn, int epfd, uint64_t key)
 {
         pthread_mutex_lock(&conn->read_lock);
+        pthread_mutex_lock(&conn->watch_lock);
         conn->watch_epfd = epfd;
         conn->watch_key = key;
+        pthread_mutex_unlock(&conn->watch_lock);
         pthread_mutex_unlock(&conn->read_lock);
 }
 
@@ -737,6 +750,7 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX])
         pthread_mutex_init(&conn->lock, NULL);
         pthread_mutex_init(&conn->wait_lock, NULL);
         pthread_mutex_init(&conn->read_lock, NULL);
+        pthread_mutex_init(&conn->watch_lock, NULL);
         conn->watch_epfd = -1;
         conn->reader_kick_fd = -1;
         conn->spin_score = SPIN_SCORE_MAX;
@@ -789,6 +803,7 @@ void datd_conn_close(struct datd_conn *conn)
         pthread_mutex_destroy(&conn->lock);
         pthread_mutex_destroy(&conn->wait_lock);
         pthread_mutex_destroy(&conn->read_lock);
+        pthread_mutex_destroy(&conn->watch_lock);
         pthread_cond_destroy(&conn->wait_cond);
         conn->initialized = false;
 }
