@@ -249,14 +249,13 @@ int datd_conn_defer(struct datd_conn *conn, const struct datp_header *request)
 }
 
 /* Turns the progress thread's watch of the socket on or off, under
- * watch_lock (which orders the turnings of threads that hold read_lock
- * one after the other: see stop_reading).  A failure (the thread stopped
+ * watch_lock (which keeps the turnings in the order the threads held
+ * read_lock: see stop_reading).  A failure (the thread stopped
  * watching in between) leaves nothing to undo. */
 static void set_watched_locked(struct datd_conn *conn, bool on)
 {
         struct epoll_event ev = { .events = on ? EPOLLIN : 0, .data.u64 = conn->watch_key };
 
-        conn->watch_wanted = on;
         if (conn->watch_epfd >= 0)
                 (void)epoll_ctl(conn->watch_epfd, EPOLL_CTL_MOD, conn->fd, &ev);
 }
@@ -277,23 +276,21 @@ static bool start_reading(struct datd_conn *conn)
         return true;
 }
 
-/* Gives it back.  The lock goes first: woken by a packet that waits, the
+/* Gives it back.  read_lock goes first: woken by a packet that waits, the
  * progress thread must find it free (turned on before, a waiting packet
  * woke it to find the lock still held, and it spun on the level-triggered
  * watch, taking the CPU the holder needed to let go: connections went 8
- * times slower with 8 clients on 2 CPUs).  The watch goes on after, under
- * watch_lock, unless a thread that took read_lock meanwhile turned it off
- * (watch_wanted false): turned on regardless, the progress thread woke for
- * every packet that thread read, and found the lock taken. */
+ * times slower with 8 clients on 2 CPUs).  The watch goes on after, still
+ * under watch_lock, taken before read_lock went: a thread that takes
+ * read_lock meanwhile turns the watch off only after this has turned it on
+ * (start_reading waits for watch_lock), never before (a late turning-on
+ * undid it, and the progress thread woke for every packet that thread
+ * read, to find the lock taken). */
 static void stop_reading(struct datd_conn *conn)
 {
         pthread_mutex_lock(&conn->watch_lock);
-        conn->watch_wanted = true;
-        pthread_mutex_unlock(&conn->watch_lock);
         pthread_mutex_unlock(&conn->read_lock);
-        pthread_mutex_lock(&conn->watch_lock);
-        if (conn->watch_wanted)
-                set_watched_locked(conn, true);
+        set_watched_locked(conn, true);
         pthread_mutex_unlock(&conn->watch_lock);
 }
 

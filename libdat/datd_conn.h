@@ -93,10 +93,9 @@ struct datd_conn {
         pthread_mutex_t read_lock;
         int watch_epfd;
         uint64_t watch_key;
-        /* The watch's turning on and off (datd_conn.c, stop_reading), and
-         * whether the last to turn it wants it on; nests inside read_lock. */
+        /* The watch's turning on and off (datd_conn.c, stop_reading);
+         * nests inside read_lock. */
         pthread_mutex_t watch_lock;
-        bool watch_wanted;
         /* An eventfd that wakes an application thread reading the socket
          * while it waits for events (datd_conn_take_over); made by the
          * first one, -1 until then, closed with the connection. */
