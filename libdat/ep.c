@@ -484,12 +484,22 @@ void ep_provider_end(void)
         pthread_mutex_unlock(&provider_lock);
 }
 
+/* No cancellation point: a thread cancelled in the condition wait (in
+ * dat_psp_free, dat_rsp_free or an abrupt dat_ia_close) took provider_lock
+ * back and died holding it, and every later begin, end and drain waited
+ * for good.  A thread cancelled meanwhile is cancelled at its next
+ * cancellation point after the drain, as a round trip's caller is
+ * (datd_conn_call). */
 void ep_provider_drain(void)
 {
+        int cancel;
+
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
         pthread_mutex_lock(&provider_lock);
         while (provider_in_flight > 0)
                 pthread_cond_wait(&provider_cond, &provider_lock);
         pthread_mutex_unlock(&provider_lock);
+        pthread_setcancelstate(cancel, NULL);
 }
 
 /* Links an EP made without a parent into ia's children, unless the IA is

@@ -178,7 +178,7 @@ DAT_RETURN ep_create_provider(struct ia *ia, DAT_EP_HANDLE *ep_handle);
 /* Provider EPs being made off the progress thread: begin before the
  * thread that makes one starts, end as its last act; a listener going away
  * drains them (waits until none is in flight), so that none outlives the
- * listener's IA or its CR EVD. */
+ * listener's IA or its CR EVD.  The drain is no cancellation point. */
 void ep_provider_begin(void);
 void ep_provider_end(void);
 void ep_provider_drain(void);

@@ -5,11 +5,15 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "libdat/ep.h"
+#include "libdat/evd_wait.h"
 #include "tests/harness.h"
 #include "tests/conn/conn_test.h"
 
@@ -354,4 +358,69 @@ Test(provider_ep_quota, request_without_room_for_an_ep_is_refused)
         expect_event(a.conn_evd, DAT_CONNECTION_EVENT_PEER_REJECTED);
         cr_expect_eq(dat_ep_free(pep1), DAT_SUCCESS);
         cr_expect_eq(dat_psp_free(psp), DAT_SUCCESS);
+}
+
+/* A thread in dat_psp_free or dat_rsp_free waits for the provider EPs in
+ * flight (ep_provider_drain).  Cancelled there it used to die holding
+ * their lock (a condition wait is a cancellation point, and no cleanup
+ * handler let the lock go): the EP's end, and every later listener's
+ * free, waited for good.  The drain is no cancellation point now: the
+ * thread drains, and is cancelled at its next cancellation point. */
+struct drainer {
+        pid_t tid;
+        bool drained;
+};
+
+static void *drain_main(void *arg)
+{
+        struct drainer *d = arg;
+
+        __atomic_store_n(&d->tid, gettid(), __ATOMIC_RELEASE);
+        ep_provider_drain();
+        __atomic_store_n(&d->drained, true, __ATOMIC_RELEASE);
+        pthread_testcancel();
+        return NULL;
+}
+
+static void *provider_end_main(void *arg)
+{
+        (void)arg;
+        ep_provider_end();
+        return NULL;
+}
+
+/* Joins thread within 5 s; false when it is still running. */
+static bool joined_within_5_s(pthread_t thread, void **result)
+{
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 5;
+        return pthread_timedjoin_np(thread, result, &until) == 0;
+}
+
+Test(provider_ep, a_thread_cancelled_while_it_drains_provider_eps_leaves_the_lock_free)
+{
+        struct drainer d = { 0 };
+        pthread_t drainer, ender;
+        void *result = NULL;
+        char path[64];
+        bool asleep = false;
+
+        /* A provider EP in flight, as cr.c has one while it is made. */
+        ep_provider_begin();
+        cr_assert_eq(pthread_create(&drainer, NULL, drain_main, &d), 0);
+        while (!__atomic_load_n(&d.tid, __ATOMIC_ACQUIRE))
+                dat_nap();
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)d.tid);
+        for (time_t end = time(NULL) + 5; !asleep && time(NULL) < end; dat_nap())
+                asleep = proc_stat_state(path) == 'S';
+        cr_assert(asleep, "the drain never waited");
+        cr_assert_eq(pthread_cancel(drainer), 0);
+        cr_assert_eq(pthread_create(&ender, NULL, provider_end_main, NULL), 0);
+        cr_assert(joined_within_5_s(ender, NULL),
+                  "ep_provider_end waited 5 s: the cancelled drain kept the lock");
+        cr_assert(joined_within_5_s(drainer, &result), "the cancelled drain never ended");
+        cr_expect(__atomic_load_n(&d.drained, __ATOMIC_ACQUIRE), "the drain did not finish first");
+        cr_expect_eq(result, PTHREAD_CANCELED);
 }
