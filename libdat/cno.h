@@ -61,7 +61,9 @@ void cno_notice_run(const struct cno_notice *notice);
  * events only it would dispatch, and dat_ia_close for the lock it holds.
  * The packets read between a hold and its release trigger a few agents
  * at most (each runs once per dat_cno_modify_agent); past CNO_HELD_MAX
- * they run at once, as before. */
+ * they run at once, as before.  On the progress thread, the socket's
+ * reader even once it gave the socket up, an agent's round trip reads past
+ * datd's other packets to its reply (datd_conn.c, read_past). */
 #define CNO_HELD_MAX 16
 
 struct cno_held {

@@ -266,7 +266,11 @@ static bool start_reading(struct datd_conn *conn)
 {
         if (pthread_mutex_trylock(&conn->read_lock) != 0)
                 return false;
-        if (conn->watch_epfd < 0) {
+        /* Packets the dispatching reader read past (read_past) are
+         * dispatched first: a caller that read its reply after them would
+         * return before events datd sent ahead of it were dispatched, and
+         * a waiter reading the socket would leave them for later. */
+        if (conn->watch_epfd < 0 || !datd_backlog_empty(&conn->backlog)) {
                 pthread_mutex_unlock(&conn->read_lock);
                 return false;
         }
@@ -356,6 +360,185 @@ static enum own_read read_own_reply(struct datd_conn *conn, uint16_t want, uint3
         }
 }
 
+/* A thread's tag for progress_tag and dispatcher_tag: the address of a
+ * thread-local (never 0; another thread's only once this one ended). */
+static __thread char thread_tag;
+
+static uintptr_t self_tag(void)
+{
+        return (uintptr_t)&thread_tag;
+}
+
+/* Whether this thread holds read_lock to dispatch (datd_conn_begin_read,
+ * datd_conn_take_over). */
+static bool dispatches_here(const struct datd_conn *conn)
+{
+        return __atomic_load_n(&conn->dispatcher_tag, __ATOMIC_RELAXED) == self_tag();
+}
+
+bool datd_conn_reads_here(const struct datd_conn *conn)
+{
+        return __atomic_load_n(&conn->progress_tag, __ATOMIC_RELAXED) == self_tag() ||
+               dispatches_here(conn);
+}
+
+void datd_conn_set_progress_thread(struct datd_conn *conn, bool here)
+{
+        __atomic_store_n(&conn->progress_tag, here ? self_tag() : 0, __ATOMIC_RELAXED);
+}
+
+struct datd_packet *datd_conn_backlog_pop(struct datd_conn *conn)
+{
+        return datd_backlog_pop(&conn->backlog);
+}
+
+bool datd_conn_backlogged(const struct datd_conn *conn)
+{
+        return !datd_backlog_empty(&conn->backlog);
+}
+
+/* Copies msg to the caller waiting for its request_id, if one does, and
+ * wakes it; under wait_lock. */
+static bool deliver_wait_locked(struct datd_conn *conn, const union datp_message *msg, size_t len)
+{
+        if (conn->wait_id == 0 || msg->hdr.request_id != conn->wait_id || conn->wait_done ||
+            len > sizeof(*conn->wait_reply))
+                return false;
+        memcpy(conn->wait_reply, msg, len);
+        /* Release: a caller spinning on it reads the reply after. */
+        __atomic_store_n(&conn->wait_done, true, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&conn->wait_cond);
+        return true;
+}
+
+/* Reads the packet at the head of the socket for read_past, under
+ * read_lock: the reply to own_id (not 0) into reply, setting *own; the
+ * reply another caller waits for to it at once; anything else (events,
+ * ERRORs of no request, datd_conn_send_later's replies, whose functions
+ * run in order with the events) into the backlog.  DAT_SUCCESS, or
+ * DAT_INTERNAL_ERROR with why: the end of the connection (a later read
+ * finds it again: the dispatch's), garbage (kept for the dispatch, which
+ * ends the connection), no room to keep a packet (it stays unread). */
+static DAT_RETURN read_one_past(struct datd_conn *conn, uint32_t own_id,
+                                union datp_message *reply, bool *own, char why[DATD_REASON_MAX])
+{
+        const char *reason = NULL;
+        struct datd_packet *pkt;
+        bool answer, delivered;
+        int r = datd_backlog_make_room(&conn->backlog);
+
+        if (r < 0 || !(pkt = malloc(sizeof(*pkt)))) {
+                snprintf(why, DATD_REASON_MAX, "no room for datd's packets ahead of the reply (%d)",
+                         DATD_BACKLOG_MAX);
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        pkt->nfds = 0;
+        pkt->len = datp_recv(conn->fd, &pkt->msg, pkt->fds, DATP_MAX_FDS, &pkt->nfds);
+        if (pkt->len == -EAGAIN || pkt->len == -EINTR) {
+                datd_packet_free(pkt);
+                return DAT_SUCCESS;
+        }
+        if (pkt->len <= 0) {
+                snprintf(why, DATD_REASON_MAX, "datd closed the connection%s%s",
+                         pkt->len < 0 ? ": " : "", pkt->len < 0 ? strerror((int)-pkt->len) : "");
+                datd_packet_free(pkt);
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        r = datp_validate(&pkt->msg, (size_t)pkt->len,
+                          pkt->nfds > DATP_MAX_FDS ? DATP_MAX_FDS : pkt->nfds, DATP_TO_CLIENT,
+                          conn->version, &reason);
+        if (r < 0) {
+                snprintf(why, DATD_REASON_MAX, "malformed message from datd: %s",
+                         reason ? reason : datp_decode_error_str(r));
+                datd_backlog_push(&conn->backlog, pkt);
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        answer = (pkt->msg.hdr.type & DATP_REPLY || pkt->msg.hdr.type == DATP_ERROR) &&
+                 pkt->msg.hdr.request_id != 0;
+        if (answer && pkt->msg.hdr.request_id == own_id) {
+                memcpy(reply, &pkt->msg, (size_t)pkt->len);
+                *own = true;
+                datd_packet_free(pkt);
+                return DAT_SUCCESS;
+        }
+        delivered = false;
+        if (answer) {
+                pthread_mutex_lock(&conn->wait_lock);
+                delivered = deliver_wait_locked(conn, &pkt->msg, (size_t)pkt->len);
+                pthread_mutex_unlock(&conn->wait_lock);
+        }
+        if (delivered)
+                datd_packet_free(pkt);
+        else
+                datd_backlog_push(&conn->backlog, pkt);
+        return DAT_SUCCESS;
+}
+
+/* How long read_past, waiting for conn->lock, reads the socket before it
+ * looks at the lock again (its holder lets it go without a word). */
+#define READ_PAST_SLICE_NS 1000000LL
+
+/* For the thread that dispatches what datd sends (datd_conn_reads_here),
+ * which nobody else would hand a reply to, nor conn->lock: it would have
+ * waited for itself, 10 s, with the IA's events held up (a CNO's agent
+ * running on the progress thread whose round trip found an event ahead
+ * of its reply, or that found conn->lock held by a caller that had handed
+ * the socket over to it).  Until the reply to own_id came (own_id 0:
+ * until it holds conn->lock) it reads the socket itself while it can (it
+ * holds read_lock: held, or as the dispatcher; or it takes it), past other
+ * packets (read_one_past); while another thread reads (a waiter that took
+ * the socket over, which delivers the reply; a caller reading its own) it
+ * naps.  The fast path never comes here: a reply at the head is read by
+ * read_own_reply.  DAT_SUCCESS, or DAT_INTERNAL_ERROR with why. */
+static DAT_RETURN read_past(struct datd_conn *conn, uint32_t own_id, union datp_message *reply,
+                            bool held, char why[DATD_REASON_MAX])
+{
+        long long deadline = reply_deadline();
+        bool own = false;
+
+        held = held || dispatches_here(conn);
+        for (;;) {
+                const struct timespec nap = { .tv_nsec = 100 * 1000 };
+                long long now = now_ns(), until = own_id ? deadline : now + READ_PAST_SLICE_NS;
+                DAT_RETURN ret = DAT_SUCCESS;
+
+                if (own_id ? own || __atomic_load_n(&conn->wait_done, __ATOMIC_ACQUIRE)
+                           : pthread_mutex_trylock(&conn->lock) == 0)
+                        return DAT_SUCCESS;
+                if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE)) {
+                        snprintf(why, DATD_REASON_MAX, "datd closed the connection");
+                        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+                }
+                if (now >= deadline)
+                        return no_reply(why);
+                if (!held && pthread_mutex_trylock(&conn->read_lock) != 0) {
+                        nanosleep(&nap, NULL);
+                        continue;
+                }
+                if (wait_packet(conn, 0, until < deadline ? until : deadline))
+                        ret = read_one_past(conn, own_id, reply, &own, why);
+                if (!held)
+                        pthread_mutex_unlock(&conn->read_lock);
+                if (ret != DAT_SUCCESS)
+                        return ret;
+        }
+}
+
+/* read_past for the reply to request_id, registered; then the wait is
+ * forgotten. */
+static DAT_RETURN reader_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
+                               union datp_message *reply, char why[DATD_REASON_MAX], bool held)
+{
+        DAT_RETURN ret = read_past(conn, request_id, reply, held, why);
+
+        if (ret == DAT_SUCCESS)
+                ret = check_reply(want, reply, why);
+        pthread_mutex_lock(&conn->wait_lock);
+        forget_wait_locked(conn);
+        pthread_mutex_unlock(&conn->wait_lock);
+        return ret;
+}
+
 /* The caller's half of a round trip once the progress thread runs, with
  * the wait for request_id registered: its own reading while it can, the
  * progress thread's delivery after. */
@@ -368,6 +551,11 @@ static DAT_RETURN threaded_reply(struct datd_conn *conn, uint16_t want, uint32_t
         if (reading) {
                 enum own_read r = read_own_reply(conn, want, request_id, reply, why, &ret);
 
+                if (r == OWN_HAND_OVER && datd_conn_reads_here(conn)) {
+                        ret = reader_reply(conn, want, request_id, reply, why, true);
+                        stop_reading(conn);
+                        return ret;
+                }
                 stop_reading(conn);
                 if (r == OWN_DONE) {
                         pthread_mutex_lock(&conn->wait_lock);
@@ -375,6 +563,8 @@ static DAT_RETURN threaded_reply(struct datd_conn *conn, uint16_t want, uint32_t
                         pthread_mutex_unlock(&conn->wait_lock);
                         return ret;
                 }
+        } else if (datd_conn_reads_here(conn)) {
+                return reader_reply(conn, want, request_id, reply, why, false);
         }
         return await_reply(conn, want, reply, why);
 }
@@ -388,7 +578,14 @@ static DAT_RETURN call(struct datd_conn *conn, struct datp_header *request,
         DAT_RETURN ret;
         int r;
 
-        pthread_mutex_lock(&conn->lock);
+        if (pthread_mutex_trylock(&conn->lock) != 0) {
+                /* Its holder may wait for the dispatching reader to hand
+                 * it its reply: that reader reads on while it waits. */
+                if (!datd_conn_reads_here(conn))
+                        pthread_mutex_lock(&conn->lock);
+                else if ((ret = read_past(conn, 0, NULL, false, why)) != DAT_SUCCESS)
+                        return ret;
+        }
         id = next_request_id(conn);
         pthread_mutex_lock(&conn->wait_lock);
         threaded = conn->threaded;
@@ -529,12 +726,14 @@ bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd, bool *was_reader)
          * keeps what it was (a take-over may nest, on another IA). */
         *was_reader = reader_thread;
         reader_thread = true;
+        __atomic_store_n(&conn->dispatcher_tag, self_tag(), __ATOMIC_RELAXED);
         return true;
 }
 
 void datd_conn_give_back(struct datd_conn *conn, bool was_reader)
 {
         reader_thread = was_reader;
+        __atomic_store_n(&conn->dispatcher_tag, 0, __ATOMIC_RELAXED);
         stop_reading(conn);
 }
 
@@ -650,11 +849,15 @@ void datd_conn_set_watch(struct datd_conn *conn, int epfd, uint64_t key)
 
 bool datd_conn_begin_read(struct datd_conn *conn)
 {
-        return pthread_mutex_trylock(&conn->read_lock) == 0;
+        if (pthread_mutex_trylock(&conn->read_lock) != 0)
+                return false;
+        __atomic_store_n(&conn->dispatcher_tag, self_tag(), __ATOMIC_RELAXED);
+        return true;
 }
 
 void datd_conn_end_read(struct datd_conn *conn)
 {
+        __atomic_store_n(&conn->dispatcher_tag, 0, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&conn->read_lock);
 }
 
@@ -664,13 +867,8 @@ bool datd_conn_deliver(struct datd_conn *conn, const union datp_message *msg, si
         bool taken = false, later = false;
 
         pthread_mutex_lock(&conn->wait_lock);
-        if (conn->wait_id != 0 && msg->hdr.request_id == conn->wait_id && !conn->wait_done &&
-            len <= sizeof(*conn->wait_reply)) {
-                memcpy(conn->wait_reply, msg, len);
-                /* Release: a caller spinning on it reads the reply after. */
-                __atomic_store_n(&conn->wait_done, true, __ATOMIC_RELEASE);
+        if (deliver_wait_locked(conn, msg, len)) {
                 taken = true;
-                pthread_cond_broadcast(&conn->wait_cond);
         } else if (msg->hdr.request_id != 0) {
                 later = later_take_locked(conn, msg->hdr.request_id, &l);
                 /* Room for a sender held back by DATD_LATER_MAX. */
@@ -793,6 +991,8 @@ void datd_conn_close(struct datd_conn *conn)
         if (conn->reader_kick_fd >= 0)
                 close(conn->reader_kick_fd);
         conn->reader_kick_fd = -1;
+        /* What the dispatch never took: the connection ended first. */
+        datd_backlog_clear(&conn->backlog);
         /* Due replies of objects gone with the IA. */
         free(conn->later);
         conn->later = NULL;

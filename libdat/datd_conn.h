@@ -15,7 +15,10 @@
  * and reads them in order: the progress thread, or an application thread
  * that sleeps until datd sends an event (datd_conn_take_over); never by a
  * caller waiting for its reply, and never after a reply that datd sent
- * later. */
+ * later.  That reader's own round trips (a CNO's agent on the progress
+ * thread) have nobody to hand over to: they read on past other packets,
+ * which wait in a backlog for the reader's dispatch, in order, and deliver
+ * at once the reply another caller waits for. */
 #ifndef DATD_LIBDAT_DATD_CONN_H
 #define DATD_LIBDAT_DATD_CONN_H
 
@@ -25,6 +28,7 @@
 #include <stdint.h>
 
 #include "libdat/dat_lock.h"
+#include "libdat/datd_backlog.h"
 #include "libdat/libdat.h"
 #include "proto/datp.h"
 
@@ -104,6 +108,16 @@ struct datd_conn {
          * it back at once, and no other takes it (the progress thread needs
          * read_lock to stop). */
         bool reader_evicted;
+        /* The thread that dispatches what datd sends: the progress thread
+         * (progress_tag, while it runs), and the one holding read_lock to
+         * dispatch now (dispatcher_tag: the progress thread between
+         * datd_conn_begin_read and end_read, a thread that took the socket
+         * over); 0 for none.  Such a thread that makes a round trip of its
+         * own reads past other packets to its reply, into backlog (under
+         * read_lock), which the dispatch takes first: nobody else would
+         * read that reply for it (datd_conn.c, read_past). */
+        uintptr_t progress_tag, dispatcher_tag;
+        struct datd_backlog backlog;
         /* Whether a caller spins for its reply before it sleeps
          * (datd_conn.c, score_spin); under lock. */
         unsigned spin_score;
@@ -179,6 +193,25 @@ void datd_conn_set_threaded(struct datd_conn *conn, bool threaded);
  * waits for one in datd_conn_send_later. */
 void datd_conn_reader_thread(void);
 
+/* For conn's progress thread, at its start (true) and its end (false). */
+void datd_conn_set_progress_thread(struct datd_conn *conn, bool here);
+
+/* Whether the calling thread is the one that dispatches what datd sends
+ * on conn: its progress thread, or a thread holding the socket to
+ * dispatch (datd_conn_begin_read, datd_conn_take_over).  Nothing it
+ * waits for would come meanwhile: its round trips read past other
+ * packets to their replies, and it must not stop the progress thread. */
+bool datd_conn_reads_here(const struct datd_conn *conn);
+
+/* For the socket's dispatching reader, under read_lock (between
+ * datd_conn_begin_read and end_read, or while the socket is taken over):
+ * the oldest packet a round trip of the reader's read past (datd_backlog.h),
+ * to dispatch before any read from the socket, or NULL. */
+struct datd_packet *datd_conn_backlog_pop(struct datd_conn *conn);
+
+/* Whether such packets wait (without read_lock: a hint). */
+bool datd_conn_backlogged(const struct datd_conn *conn);
+
 /* For an application thread about to sleep until datd sends an event (a
  * dat_evd_wait on an EVD of connection events): it reads the socket and
  * dispatches what comes itself, as the progress thread would (in order,
@@ -188,7 +221,9 @@ void datd_conn_reader_thread(void);
  * the eventfd that datd_conn_kick_reader makes readable, *was_reader what
  * the caller gives datd_conn_give_back.  False when another thread reads
  * (the progress thread, a caller reading its own reply), the progress
- * thread does not run or is being stopped, or no eventfd can be made. */
+ * thread does not run or is being stopped, no eventfd can be made, or
+ * packets the progress thread read past wait for its dispatch (which must
+ * come first). */
 bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd, bool *was_reader);
 void datd_conn_give_back(struct datd_conn *conn, bool was_reader);
 

@@ -18,6 +18,8 @@ libdat_libdatcore_la_SOURCES = \
 	libdat/registry.h \
 	libdat/transport.c \
 	libdat/transport.h \
+	libdat/datd_backlog.c \
+	libdat/datd_backlog.h \
 	libdat/datd_conn.c \
 	libdat/datd_conn.h \
 	libdat/datd_object.c \

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -69,43 +70,68 @@ static void dispatch(struct ia *ia, const union datp_message *m, size_t len, int
         }
 }
 
-/* Validates and dispatches packet i of a batch; false when the connection
- * is over (its descriptors are closed then).  Descriptors come only with
- * EV_DATA_CHANNEL; any others are closed. */
-static bool take_one(struct progress *p, unsigned i)
+/* Validates and dispatches a packet (len as datp_recv returned it, with
+ * the nfds descriptors that came with it in fds); false when the
+ * connection is over (its descriptors are closed then).  Descriptors come
+ * only with EV_DATA_CHANNEL; any others are closed. */
+static bool take_one(struct ia *ia, const union datp_message *m, ssize_t len, int *fds,
+                     unsigned nfds)
 {
-        struct ia *ia = p->ia;
-        const union datp_message *m = &p->buf[i];
-        unsigned nfds = p->nfds[i] > DATP_MAX_FDS ? DATP_MAX_FDS : p->nfds[i];
         const char *reason = NULL;
         int r;
 
-        if (p->len[i] <= 0) {
+        if (nfds > DATP_MAX_FDS)
+                nfds = DATP_MAX_FDS;
+        if (len <= 0) {
                 dat_trace("IA %s: datd closed the connection", ia->name);
                 return false;
         }
-        r = datp_validate(m, (size_t)p->len[i], nfds, DATP_TO_CLIENT, ia->conn.version, &reason);
+        r = datp_validate(m, (size_t)len, nfds, DATP_TO_CLIENT, ia->conn.version, &reason);
         if (r < 0) {
                 /* datd does not send garbage: whoever does is not datd. */
                 dat_trace("IA %s: malformed message from datd: %s", ia->name,
                           reason ? reason : datp_decode_error_str(r));
-                channel_close_fds(p->fds[i], nfds);
+                channel_close_fds(fds, nfds);
                 return false;
         }
         if (m->hdr.type != DATP_EV_DATA_CHANNEL)
-                channel_close_fds(p->fds[i], nfds);
-        dispatch(ia, m, (size_t)p->len[i], p->fds[i], nfds);
+                channel_close_fds(fds, nfds);
+        dispatch(ia, m, (size_t)len, fds, nfds);
         return !(m->hdr.type == DATP_ERROR && m->error.fatal);
 }
 
+/* Dispatches, in order, the packets that a round trip of the socket's
+ * reader read past to its reply (datd_conn.h, datd_conn_backlog_pop):
+ * datd sent them before anything still on the socket.  False when the
+ * connection is over. */
+static bool take_backlog(struct ia *ia)
+{
+        struct datd_packet *pkt;
+
+        while ((pkt = datd_conn_backlog_pop(&ia->conn))) {
+                bool ok = take_one(ia, &pkt->msg, pkt->len, pkt->fds, pkt->nfds);
+
+                /* Its descriptors are taken or closed. */
+                free(pkt);
+                if (!ok)
+                        return false;
+        }
+        return true;
+}
+
 /* Reads the packets that are there (READ_BATCH at most: the rest wake us
- * again) and dispatches them in order; false when the connection is over. */
+ * again) and dispatches them in order, after the backlog and before what
+ * a round trip inside their dispatch read past (an agent run at once,
+ * cno.h); false when the connection is over. */
 static bool read_one_locked(struct progress *p)
 {
         struct ia *ia = p->ia;
-        /* Without waiting: a caller may have read what woke us. */
-        int n = datp_try_recv_batch(ia->conn.fd, p->buf, READ_BATCH, p->fds, p->len, p->nfds);
+        int n;
 
+        if (!take_backlog(ia))
+                return false;
+        /* Without waiting: a caller may have read what woke us. */
+        n = datp_try_recv_batch(ia->conn.fd, p->buf, READ_BATCH, p->fds, p->len, p->nfds);
         if (n == -EAGAIN || n == -EINTR)
                 return true;
         if (n < 0) {
@@ -113,7 +139,7 @@ static bool read_one_locked(struct progress *p)
                 return false;
         }
         for (int i = 0; i < n; i++) {
-                if (take_one(p, (unsigned)i))
+                if (take_one(ia, &p->buf[i], p->len[i], p->fds[i], p->nfds[i]))
                         continue;
                 /* What came after the end is not looked at. */
                 for (int k = i + 1; k < n; k++)
@@ -121,7 +147,7 @@ static bool read_one_locked(struct progress *p)
                                                                                : p->nfds[k]);
                 return false;
         }
-        return true;
+        return take_backlog(ia);
 }
 
 bool progress_read(struct ia *ia)
@@ -136,25 +162,43 @@ bool progress_read(struct ia *ia)
 static bool read_one(void *arg)
 {
         struct progress *p = arg;
-        struct cno_held held;
-        bool ok;
+        struct datd_conn *conn = &p->ia->conn;
+        bool ok = true;
 
-        if (!datd_conn_begin_read(&p->ia->conn))
-                return true;
-        /* A CNO's agent runs once the socket is free (cno.h). */
-        cno_notices_hold(&held);
-        ok = read_one_locked(p);
-        datd_conn_end_read(&p->ia->conn);
-        cno_notices_release(&held);
+        do {
+                struct cno_held held;
+
+                if (!datd_conn_begin_read(conn)) {
+                        if (!datd_conn_backlogged(conn))
+                                return true;
+                        /* The holder lets go at once: while a backlog
+                         * waits nobody else takes the socket
+                         * (start_reading), and the socket may hold
+                         * nothing that would wake us. */
+                        sched_yield();
+                        continue;
+                }
+                /* A CNO's agent runs once the socket is free (cno.h). */
+                cno_notices_hold(&held);
+                ok = read_one_locked(p);
+                datd_conn_end_read(conn);
+                cno_notices_release(&held);
+                /* An agent's round trip may have read past packets of
+                 * datd (datd_conn.c, read_past). */
+        } while (ok && datd_conn_backlogged(conn));
         return ok;
 }
 
 static void *progress_main(void *arg)
 {
         struct progress *p = arg;
+        bool ok;
 
         datd_conn_reader_thread();
-        if (dto_ia_run(p->ia, p->ia->conn.fd, p->stop_fd, read_one, p))
+        datd_conn_set_progress_thread(&p->ia->conn, true);
+        ok = dto_ia_run(p->ia, p->ia->conn.fd, p->stop_fd, read_one, p);
+        datd_conn_set_progress_thread(&p->ia->conn, false);
+        if (ok)
                 return NULL;
         /* datd is gone (or the socket failed): nothing will answer again. */
         datd_conn_hangup(&p->ia->conn);

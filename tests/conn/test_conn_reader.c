@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "libdat/evd.h"
+#include "libdat/ia.h"
 #include "tests/conn/conn_test.h"
 #include "tests/evd/evd_waiter_peek.h"
 
@@ -256,6 +258,180 @@ Test(reader, a_cno_agent_triggered_by_a_waiter_reading_datds_socket_may_call_dat
         cr_assert(joined_within(thread, 12), "the waiter never ended");
         cr_expect_eq(w.ret, DAT_SUCCESS, "the waiter's dat_evd_wait: 0x%08x", w.ret);
         cr_expect_eq(w.event.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* A CNO's proxy agent on the listening IA's progress thread that makes a
+ * round trip when datd's socket holds another packet first (a second
+ * request, which the test sends while the agent waits for go).  Its
+ * thread is the socket's reader: the call used to hand the packet over to
+ * it, and wait 10 s for itself (DAT_INTERNAL_ERROR, the IA's events held
+ * up meanwhile). */
+struct queued_agent {
+        DAT_IA_HANDLE ia;
+        int datd_fd;                    /* the IA's socket to datd */
+        bool started, go, done;
+        DAT_RETURN ret;
+        double took;
+};
+
+static bool flag_within_8_s(const bool *flag)
+{
+        for (time_t end = time(NULL) + 8; !__atomic_load_n(flag, __ATOMIC_ACQUIRE);) {
+                if (time(NULL) >= end)
+                        return false;
+                dat_nap();
+        }
+        return true;
+}
+
+/* Whether fd has a packet to read within 5 s. */
+static bool readable_within_5_s(int fd)
+{
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+        return poll(&pfd, 1, 5000) == 1;
+}
+
+static void queued_agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
+{
+        struct queued_agent *run = data;
+        DAT_EVD_HANDLE made;
+        double start;
+
+        (void)evd;
+        __atomic_store_n(&run->started, true, __ATOMIC_RELEASE);
+        start = now_s();
+        if (!flag_within_8_s(&run->go) || !readable_within_5_s(run->datd_fd)) {
+                run->ret = DAT_ABORT;
+        } else {
+                start = now_s();
+                run->ret = dat_evd_create(run->ia, 8, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG,
+                                          &made);
+        }
+        run->took = now_s() - start;
+        __atomic_store_n(&run->done, true, __ATOMIC_RELEASE);
+}
+
+/* p listens on q with its CR EVD feeding a CNO whose agent is run's; the
+ * agent starts when the first request arrives and waits for run->go. */
+static DAT_EVD_HANDLE listen_with_queued_agent(struct side *p, DAT_CONN_QUAL q,
+                                               struct queued_agent *run)
+{
+        DAT_OS_WAIT_PROXY_AGENT agent = { .instance_data = run,
+                                          .proxy_agent_func = queued_agent_func };
+        DAT_EVD_HANDLE cr_evd;
+        DAT_CNO_HANDLE cno;
+        DAT_PSP_HANDLE psp;
+
+        run->ia = p->ia;
+        run->datd_fd = ia_lookup(p->ia)->conn.fd;
+        cr_assert_eq(dat_cno_create(p->ia, agent, &cno), DAT_SUCCESS);
+        cr_assert_eq(dat_evd_create(p->ia, 8, cno, DAT_EVD_CR_FLAG, &cr_evd), DAT_SUCCESS);
+        cr_assert_eq(dat_psp_create(p->ia, q, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+        return cr_evd;
+}
+
+/* aep connects to p on q with one byte of private data, seq. */
+static void connect_numbered(DAT_EP_HANDLE aep, const struct side *p, DAT_CONN_QUAL q,
+                             unsigned char seq)
+{
+        cr_assert_eq(dat_ep_connect(aep, (DAT_IA_ADDRESS_PTR)&p->address, q,
+                                    CONN_EVENT_WAIT_US, 1, &seq, DAT_QOS_BEST_EFFORT,
+                                    DAT_CONNECT_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+}
+
+/* The next request on cr_evd carries seq. */
+static void expect_request_numbered(DAT_EVD_HANDLE cr_evd, unsigned char seq)
+{
+        DAT_EVENT ev = expect_event(cr_evd, DAT_CONNECTION_REQUEST_EVENT);
+        DAT_CR_PARAM param;
+
+        cr_assert_eq(dat_cr_query(ev.event_data.cr_arrival_event_data.cr_handle,
+                                  DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
+        cr_assert_eq(param.private_data_size, 1);
+        cr_expect_eq(*(unsigned char *)param.private_data, seq,
+                     "request %u came where %u was due", *(unsigned char *)param.private_data,
+                     seq);
+}
+
+/* Two EPs of a connecting to p on q: the first request starts run's agent
+ * on p's progress thread, the second waits on p's socket. */
+static void start_agent_with_a_request_queued(struct side *a, struct side *p, DAT_CONN_QUAL q,
+                                              struct queued_agent *run)
+{
+        DAT_EP_HANDLE aep1 = side_ep(a), aep2 = side_ep(a);
+
+        connect_numbered(aep1, p, q, 1);
+        cr_assert(flag_within_8_s(&run->started), "the agent never started");
+        connect_numbered(aep2, p, q, 2);
+        cr_assert(readable_within_5_s(run->datd_fd), "the second request never came");
+}
+
+/* The agent's round trip reads past the request to its reply; the request
+ * is dispatched after the first, once the agent returned. */
+Test(reader, a_round_trip_on_the_progress_thread_reads_past_an_event_to_its_reply)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct queued_agent run = { .ret = DAT_SUCCESS };
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVD_HANDLE cr_evd;
+
+        side_open(&a);
+        side_open(&p);
+        cr_evd = listen_with_queued_agent(&p, q, &run);
+        start_agent_with_a_request_queued(&a, &p, q, &run);
+        __atomic_store_n(&run.go, true, __ATOMIC_RELEASE);
+        cr_assert(flag_within_8_s(&run.done), "the agent never ended");
+        cr_expect_eq(run.ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x after %.3f s",
+                     run.ret, run.took);
+        cr_expect_lt(run.took, 2.0, "the agent's dat_evd_create took %.3f s", run.took);
+        expect_request_numbered(cr_evd, 1);
+        expect_request_numbered(cr_evd, 2);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* Another thread's round trip that handed the socket over to the progress
+ * thread, which runs the agent: its reply is behind the queued request.
+ * The agent's own call, waiting for its turn, delivers that reply (it used
+ * to wait for the other call to time out, 10 s, and then for itself). */
+Test(reader, a_round_trip_on_the_progress_thread_delivers_the_reply_of_the_call_before_it)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct queued_agent run = { .ret = DAT_SUCCESS };
+        struct creator other = { .ret = DAT_SUCCESS };
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVD_HANDLE cr_evd;
+        pthread_t thread;
+        char path[64];
+
+        side_open(&a);
+        side_open(&p);
+        cr_evd = listen_with_queued_agent(&p, q, &run);
+        start_agent_with_a_request_queued(&a, &p, q, &run);
+        other.ia = p.ia;
+        cr_assert_eq(pthread_create(&thread, NULL, creator_main, &other), 0);
+        while (!__atomic_load_n(&other.tid, __ATOMIC_ACQUIRE))
+                dat_nap();
+        /* It finds the request at the head, hands over and sleeps. */
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)other.tid);
+        for (time_t end = time(NULL) + 5;
+             !__atomic_load_n(&ia_lookup(p.ia)->conn.wait_id, __ATOMIC_ACQUIRE) &&
+             time(NULL) < end;)
+                dat_nap();
+        cr_assert(state_within_5_s(path, 'S'), "the other round trip never slept");
+        __atomic_store_n(&run.go, true, __ATOMIC_RELEASE);
+        cr_assert(flag_within_8_s(&run.done), "the agent never ended");
+        cr_expect_eq(run.ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x after %.3f s",
+                     run.ret, run.took);
+        cr_expect_lt(run.took, 2.0, "the agent's dat_evd_create took %.3f s", run.took);
+        cr_assert(joined_within(thread, 12), "the other round trip never ended");
+        cr_expect_eq(other.ret, DAT_SUCCESS, "the other dat_evd_create: 0x%08x", other.ret);
+        expect_request_numbered(cr_evd, 1);
+        expect_request_numbered(cr_evd, 2);
         side_close(&a);
         side_close(&p);
 }

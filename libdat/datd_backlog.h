@@ -1,0 +1,57 @@
+/* The packets of datd that the socket's reader read past while it waited
+ * for the reply to a round trip of its own (datd_conn.c, read_past): no
+ * other thread would read that reply for it.  They wait here, in the order
+ * datd sent them, for the reader's dispatch (progress.c), which takes them
+ * before it reads the socket again.  Under the connection's read_lock; the
+ * count may be looked at without it. */
+#ifndef DATD_LIBDAT_DATD_BACKLOG_H
+#define DATD_LIBDAT_DATD_BACKLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "proto/datp.h"
+
+/* How many packets may wait.  A round trip whose reply is behind more
+ * fails (the packets stay on the socket, in order): datd answers within
+ * a few of its events, and a full backlog means the reader waits on
+ * something that does not come. */
+#define DATD_BACKLOG_MAX 256
+
+struct datd_packet {
+        ssize_t len;                    /* as datp_recv returned it, > 0 */
+        unsigned nfds;                  /* as datp_recv set it */
+        int fds[DATP_MAX_FDS];          /* the descriptors that came with it, -1 for none */
+        union datp_message msg;
+};
+
+struct datd_backlog {
+        struct datd_packet **ring;      /* cap slots, n from head on */
+        size_t head, n, cap;
+};
+
+static inline bool datd_backlog_empty(const struct datd_backlog *b)
+{
+        return __atomic_load_n(&b->n, __ATOMIC_RELAXED) == 0;
+}
+
+/* Makes room for one more packet, before it is read (a packet read is
+ * never dropped): -ENOBUFS at DATD_BACKLOG_MAX, -ENOMEM. */
+int datd_backlog_make_room(struct datd_backlog *b);
+
+/* Appends p (the backlog owns it now), into the room made for it. */
+void datd_backlog_push(struct datd_backlog *b, struct datd_packet *p);
+
+/* The oldest packet, taken out (the caller frees it, and owns its
+ * descriptors), or NULL. */
+struct datd_packet *datd_backlog_pop(struct datd_backlog *b);
+
+/* Closes the descriptors of p that nobody took, and frees it; accepts
+ * NULL. */
+void datd_packet_free(struct datd_packet *p);
+
+/* Frees every packet still waiting, and the ring. */
+void datd_backlog_clear(struct datd_backlog *b);
+
+#endif
