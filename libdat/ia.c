@@ -18,7 +18,9 @@
  *   fall back to another IA or retry later, and tell this case from an
  *   unknown name (DAT_NAME_NOT_REGISTERED) by the subtype;
  * - datd does not know the IA: datd's own answer, DAT_PROVIDER_NOT_FOUND;
- * - datd answers nonsense or stops answering mid-call: DAT_INTERNAL_ERROR.
+ * - datd answers nonsense or stops answering mid-call: DAT_INTERNAL_ERROR;
+ * - dat_ia_close on the IA's own progress thread (a CNO's proxy agent):
+ *   DAT_INVALID_STATE | DAT_INVALID_STATE_IA_IN_USE.
  * The debug trace (DAT_DBG_TYPE / DATD_DEBUG) gives the full reason. */
 #include "config.h"
 
@@ -326,6 +328,15 @@ _public_ DAT_RETURN dat_ia_close(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS close_
                 return dat_invalid_handle(DAT_HANDLE_TYPE_IA);
         if (close_flags != DAT_CLOSE_ABRUPT_FLAG && close_flags != DAT_CLOSE_GRACEFUL_FLAG)
                 return DAT_ERR_ARG(2);
+        /* A CNO's agent (cno.h) on the IA's progress thread, or on a thread
+         * holding the IA's socket to dispatch (an agent run at once past
+         * CNO_HELD_MAX): the close stops and joins that thread, which
+         * would join itself (and free the state it runs on) or wait for
+         * the socket it holds.  The IA is in use by the caller itself:
+         * dat_ia_close(3DAT)'s DAT_INVALID_STATE, as for a graceful close
+         * with children; another thread may close it. */
+        if (datd_conn_reads_here(&ia->conn))
+                return DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_IA_IN_USE);
 
         dat_object_lock();
         if (ia->obj.closing) {

@@ -274,6 +274,7 @@ struct queued_agent {
         bool started, go, done;
         DAT_RETURN ret;
         double took;
+        bool close;                     /* it calls dat_ia_close instead */
 };
 
 static bool flag_within_8_s(const bool *flag)
@@ -303,7 +304,9 @@ static void queued_agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
         (void)evd;
         __atomic_store_n(&run->started, true, __ATOMIC_RELEASE);
         start = now_s();
-        if (!flag_within_8_s(&run->go) || !readable_within_5_s(run->datd_fd)) {
+        if (run->close) {
+                run->ret = dat_ia_close(run->ia, DAT_CLOSE_ABRUPT_FLAG);
+        } else if (!flag_within_8_s(&run->go) || !readable_within_5_s(run->datd_fd)) {
                 run->ret = DAT_ABORT;
         } else {
                 start = now_s();
@@ -434,4 +437,29 @@ Test(reader, a_round_trip_on_the_progress_thread_delivers_the_reply_of_the_call_
         expect_request_numbered(cr_evd, 2);
         side_close(&a);
         side_close(&p);
+}
+
+/* dat_ia_close from an agent on the IA's own progress thread, which the
+ * close would have to stop and join: refused (DAT_INVALID_STATE), and the
+ * IA goes on (the thread joined itself, which failed, freed its own state
+ * and the IA under it, and crashed). */
+Test(reader, dat_ia_close_on_the_ias_progress_thread_is_refused)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct queued_agent run = { .ret = DAT_SUCCESS, .close = true };
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVD_HANDLE cr_evd, made;
+
+        side_open(&a);
+        side_open(&p);
+        cr_evd = listen_with_queued_agent(&p, q, &run);
+        connect_numbered(side_ep(&a), &p, q, 1);
+        cr_assert(flag_within_8_s(&run.done), "the agent never ended");
+        cr_expect_eq(DAT_GET_TYPE(run.ret), DAT_INVALID_STATE,
+                     "dat_ia_close on its progress thread: 0x%08x", run.ret);
+        expect_request_numbered(cr_evd, 1);
+        cr_expect_eq(dat_evd_create(p.ia, 8, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG, &made),
+                     DAT_SUCCESS);
+        side_close(&a);
+        cr_expect_eq(dat_ia_close(p.ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 }
