@@ -490,8 +490,8 @@ static DAT_RETURN read_one_past(struct datd_conn *conn, uint32_t own_id,
  * the socket over, which delivers the reply; a caller reading its own) it
  * naps.  The fast path never comes here: a reply at the head is read by
  * read_own_reply.  DAT_SUCCESS, or DAT_INTERNAL_ERROR with why. */
-static DAT_RETURN read_past(struct datd_conn *conn, uint32_t own_id, union datp_message *reply,
-                            bool held, char why[DATD_REASON_MAX])
+static DAT_RETURN read_past_until(struct datd_conn *conn, uint32_t own_id,
+                                  union datp_message *reply, bool held, char why[DATD_REASON_MAX])
 {
         long long deadline = reply_deadline();
         bool own = false;
@@ -522,6 +522,40 @@ static DAT_RETURN read_past(struct datd_conn *conn, uint32_t own_id, union datp_
                 if (ret != DAT_SUCCESS)
                         return ret;
         }
+}
+
+/* Makes the progress thread's watch of the socket fire though the socket
+ * may hold nothing: an eventfd in its epoll set under the socket's key,
+ * edge-triggered (each write wakes it once), made the first time. */
+static void wake_dispatch(struct datd_conn *conn)
+{
+        pthread_mutex_lock(&conn->watch_lock);
+        if (conn->watch_epfd >= 0 && conn->dispatch_kick_fd < 0) {
+                struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = conn->watch_key };
+                int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+                if (fd >= 0 && epoll_ctl(conn->watch_epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
+                        conn->dispatch_kick_fd = fd;
+                else if (fd >= 0)
+                        close(fd);
+        }
+        if (conn->watch_epfd >= 0 && conn->dispatch_kick_fd >= 0)
+                (void)eventfd_write(conn->dispatch_kick_fd, 1);
+        pthread_mutex_unlock(&conn->watch_lock);
+}
+
+static DAT_RETURN read_past(struct datd_conn *conn, uint32_t own_id, union datp_message *reply,
+                            bool held, char why[DATD_REASON_MAX])
+{
+        DAT_RETURN ret = read_past_until(conn, own_id, reply, held, why);
+
+        /* Outside its dispatch (an agent that a DTO completion triggered
+         * on the progress thread) nothing else may wake the thread for
+         * the backlog: the socket may be empty.  Inside it, the dispatch
+         * takes the backlog before it lets the socket go. */
+        if (!dispatches_here(conn) && datd_conn_backlogged(conn))
+                wake_dispatch(conn);
+        return ret;
 }
 
 /* read_past for the reply to request_id, registered; then the wait is
@@ -948,6 +982,7 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX])
         pthread_mutex_init(&conn->watch_lock, NULL);
         conn->watch_epfd = -1;
         conn->reader_kick_fd = -1;
+        conn->dispatch_kick_fd = -1;
         conn->spin_score = SPIN_SCORE_MAX;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -991,6 +1026,9 @@ void datd_conn_close(struct datd_conn *conn)
         if (conn->reader_kick_fd >= 0)
                 close(conn->reader_kick_fd);
         conn->reader_kick_fd = -1;
+        if (conn->dispatch_kick_fd >= 0)
+                close(conn->dispatch_kick_fd);
+        conn->dispatch_kick_fd = -1;
         /* What the dispatch never took: the connection ended first. */
         datd_backlog_clear(&conn->backlog);
         /* Due replies of objects gone with the IA. */

@@ -118,6 +118,10 @@ struct datd_conn {
          * read that reply for it (datd_conn.c, read_past). */
         uintptr_t progress_tag, dispatcher_tag;
         struct datd_backlog backlog;
+        /* Wakes the progress thread for a backlog its socket may not wake
+         * it for (datd_conn.c, wake_dispatch); -1 until needed, under
+         * watch_lock. */
+        int dispatch_kick_fd;
         /* Whether a caller spins for its reply before it sleeps
          * (datd_conn.c, score_spin); under lock. */
         unsigned spin_score;

@@ -275,6 +275,7 @@ struct queued_agent {
         DAT_RETURN ret;
         double took;
         bool close;                     /* it calls dat_ia_close instead */
+        bool on_progress;               /* it ran on the IA's progress thread */
 };
 
 static bool flag_within_8_s(const bool *flag)
@@ -462,4 +463,85 @@ Test(reader, dat_ia_close_on_the_ias_progress_thread_is_refused)
                      DAT_SUCCESS);
         side_close(&a);
         cr_expect_eq(dat_ia_close(p.ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+/* The agent of a CNO fed by p's receive EVD, triggered by a completion
+ * the progress thread places (outside its reading of datd's socket). */
+static void dto_agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
+{
+        struct queued_agent *run = data;
+
+        run->on_progress = datd_conn_reads_here(&ia_lookup(run->ia)->conn);
+        queued_agent_func(data, evd);
+}
+
+/* A Send from a to p's EP whose receive EVD feeds a CNO with run's
+ * agent: the completion starts the agent on p's progress thread. */
+static void start_dto_agent(struct side *a, struct side *p, struct queued_agent *run,
+                            unsigned char buf[2][64])
+{
+        DAT_OS_WAIT_PROXY_AGENT agent = { .instance_data = run,
+                                          .proxy_agent_func = dto_agent_func };
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVD_HANDLE recv_evd;
+        DAT_EP_HANDLE aep, pep;
+        DAT_CNO_HANDLE cno;
+        DAT_LMR_CONTEXT actx, pctx;
+        DAT_DTO_COOKIE cookie = { .as_64 = 1 };
+        DAT_LMR_TRIPLET r, s;
+        DAT_EVENT ev;
+
+        run->ia = p->ia;
+        run->datd_fd = ia_lookup(p->ia)->conn.fd;
+        cr_assert_eq(dat_cno_create(p->ia, agent, &cno), DAT_SUCCESS);
+        cr_assert_eq(dat_evd_create(p->ia, 8, cno, DAT_EVD_DTO_FLAG, &recv_evd), DAT_SUCCESS);
+        cr_assert_eq(dat_ep_create(p->ia, p->pz, recv_evd, p->dto_evd, p->conn_evd, NULL, &pep),
+                     DAT_SUCCESS);
+        side_psp(p, q);
+        aep = side_ep(a);
+        connect_numbered(aep, p, q, 1);
+        ev = expect_event(p->cr_evd, DAT_CONNECTION_REQUEST_EVENT);
+        cr_assert_eq(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, pep, 0, NULL),
+                     DAT_SUCCESS);
+        expect_event(a->conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        expect_event(p->conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED);
+        side_lmr(a, buf[0], 64, &actx);
+        side_lmr(p, buf[1], 64, &pctx);
+        r = (DAT_LMR_TRIPLET){ .lmr_context = pctx,
+                               .virtual_address = (DAT_VADDR)(uintptr_t)buf[1],
+                               .segment_length = 64 };
+        s = (DAT_LMR_TRIPLET){ .lmr_context = actx,
+                               .virtual_address = (DAT_VADDR)(uintptr_t)buf[0],
+                               .segment_length = 64 };
+        cr_assert_eq(dat_ep_post_recv(pep, 1, &r, cookie, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+        cr_assert_eq(dat_ep_post_send(aep, 1, &s, cookie, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+        cr_assert(flag_within_8_s(&run->started), "the agent never started");
+}
+
+/* The agent's round trip reads past a request to its reply when the
+ * progress thread is not reading datd's socket but placing a completion:
+ * the request is dispatched at once all the same, though nothing more
+ * comes on the socket to wake the thread for it. */
+Test(reader, a_round_trip_of_an_agent_a_completion_triggered_leaves_no_event_behind)
+{
+        static unsigned char buf[2][64];
+        struct side a = { 0 }, p = { 0 };
+        struct queued_agent run = { .ret = DAT_SUCCESS };
+        DAT_CONN_QUAL q = fresh_qual();
+
+        side_open(&a);
+        side_open(&p);
+        start_dto_agent(&a, &p, &run, buf);
+        side_psp(&p, q);
+        connect_numbered(side_ep(&a), &p, q, 2);
+        cr_assert(readable_within_5_s(run.datd_fd), "the second request never came");
+        __atomic_store_n(&run.go, true, __ATOMIC_RELEASE);
+        cr_assert(flag_within_8_s(&run.done), "the agent never ended");
+        cr_expect(run.on_progress, "the agent ran elsewhere than on the progress thread");
+        cr_expect_eq(run.ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x after %.3f s",
+                     run.ret, run.took);
+        cr_expect_lt(run.took, 2.0, "the agent's dat_evd_create took %.3f s", run.took);
+        expect_request_numbered(p.cr_evd, 2);
+        side_close(&a);
+        side_close(&p);
 }
