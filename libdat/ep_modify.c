@@ -15,8 +15,19 @@
  *   a new value that is invalid or not supported (beyond the IA's limits,
  *   an EVD of another IA or without the stream of its role, a PZ of
  *   another IA or not the SRQ's, completion flags the seed's lists do not
- *   have, or that the EVDs' other streams forbid)
- *                                        DAT_INVALID_PARAMETER | ARG3
+ *   have, or that the EVDs' other streams forbid, a max_recv_dtos or
+ *   max_request_dtos below the Receives or requests the EP has
+ *   outstanding)                         DAT_INVALID_PARAMETER | ARG3
+ *
+ * Outstanding DTOs and smaller queues: the seed lets max_recv_dtos and
+ * max_request_dtos change before a connection, when Receives may be
+ * posted already, and says nothing of those beyond the new limit.  A limit
+ * below what the EP holds now would be broken the moment it took effect
+ * (dat_ep_recv_query would report more than max_recv_dtos), and the only
+ * alternatives, dropping or flushing DTOs the consumer posted in good
+ * faith, lose completions it waits for: the value is invalid for this EP
+ * now, DAT_INVALID_PARAMETER naming ep_param, and equal to the count is
+ * allowed.
  * A zero mask changes nothing and succeeds. */
 #include "config.h"
 
@@ -186,9 +197,24 @@ static struct ep_streams streams_of(const DAT_EP_PARAM *p)
                                     p->request_evd_handle, p->ep_attr.request_completion_flags };
 }
 
+/* The EP's DTOs outstanding when the modify looked. */
+struct ep_outstanding {
+        DAT_COUNT recvs, requests;
+};
+
+/* The header's "Outstanding DTOs and smaller queues". */
+static bool queues_hold(const DAT_EP_PARAM *want, DAT_EP_PARAM_MASK mask,
+                        const struct ep_outstanding *out)
+{
+        if ((mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) && want->ep_attr.max_recv_dtos < out->recvs)
+                return false;
+        return !(mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS) ||
+               want->ep_attr.max_request_dtos >= out->requests;
+}
+
 /* Whether every requested new value is valid for this EP. */
 static bool values_valid(struct ia *ia, const struct ep *ep, const DAT_EP_PARAM *want,
-                         DAT_EP_PARAM_MASK mask)
+                         DAT_EP_PARAM_MASK mask, const struct ep_outstanding *out)
 {
         DAT_IA_ATTR limits;
         DAT_EP_PARAM_MASK bad;
@@ -196,6 +222,8 @@ static bool values_valid(struct ia *ia, const struct ep *ep, const DAT_EP_PARAM 
 
         ep_ia_limits(ia, &limits);
         if (ep_attr_check(&limits, &want->ep_attr, mask, ep->srq != DAT_HANDLE_NULL, &bad) != DAT_SUCCESS)
+                return false;
+        if (!queues_hold(want, mask, out))
                 return false;
         if ((mask & DAT_EP_FIELD_PZ_HANDLE) && !pz_fits(ia, want))
                 return false;
@@ -343,7 +371,7 @@ _public_ DAT_RETURN dat_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_
                                   DAT_INVALID_HANDLE_SRQ),
                                  ep_modify_func, ep_handle, ep_param_mask, ep_param);
         DAT_EP_PARAM cur, want;
-        DAT_COUNT recvs;
+        struct ep_outstanding out;
         struct ep *ep;
         DAT_RETURN ret = ep_param_call(ep_handle, ep_param_mask, ep_param, &ep);
 
@@ -354,7 +382,7 @@ _public_ DAT_RETURN dat_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_
 
         dat_object_lock();
         ep_fill_param(ep, &cur);
-        recvs = ep->recv_outstanding;
+        out = (struct ep_outstanding){ ep->recv_outstanding, ep->request_outstanding };
         dat_object_unlock();
         if (!state_allows(ep_param_mask, cur.ep_state))
                 return ep_invalid_state(cur.ep_state);
@@ -363,12 +391,12 @@ _public_ DAT_RETURN dat_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_
          * they completed there is nothing the flags could still apply to;
          * "ever posted" would forbid it for good, against the state list).
          * The state the EP is in forbids it: DAT_INVALID_STATE. */
-        if ((ep_param_mask & DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS) && recvs > 0)
+        if ((ep_param_mask & DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS) && out.recvs > 0)
                 return ep_invalid_state(cur.ep_state);
 
         want = cur;
         merge_requested(&want, ep_param, ep_param_mask);
-        if (!values_valid(ep_ia(ep), ep, &want, ep_param_mask))
+        if (!values_valid(ep_ia(ep), ep, &want, ep_param_mask, &out))
                 return DAT_ERR_ARG(3);
         /* Valid means no named attribute (ep_attr_check): keep no pointer of
          * the consumer's.  An SRQ EP's max_recv_iov stays the SRQ's

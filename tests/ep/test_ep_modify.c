@@ -349,6 +349,51 @@ Test(ep_modify, recv_completion_flags_cannot_change_with_recvs_posted)
         cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS, &p), DAT_SUCCESS);
 }
 
+/* ep_modify.c, "Outstanding DTOs and smaller queues": max_recv_dtos below
+ * the Receives posted is an invalid parameter (the seed's
+ * DAT_INVALID_PARAMETER), and changes nothing; as many as are posted is
+ * fine. */
+Test(ep_modify, max_recv_dtos_below_the_posted_recvs_is_invalid)
+{
+        DAT_EP_HANDLE ep = ep_make(&f, NULL);
+        DAT_EP_PARAM p = ep_params(ep);
+        const DAT_COUNT before = p.ep_attr.max_recv_dtos;
+        DAT_COUNT nbufs = -1;
+
+        cr_assert_geq(before, 4);
+        for (int i = 0; i < 3; i++)
+                cr_assert_eq(dat_ep_post_recv(ep, 0, NULL, (DAT_DTO_COOKIE){ .as_64 = (uint64_t)i },
+                                              DAT_COMPLETION_DEFAULT_FLAG),
+                             DAT_SUCCESS);
+        p.ep_attr.max_recv_dtos = 2;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, &p), ARG(3));
+        cr_expect_eq(ep_params(ep).ep_attr.max_recv_dtos, before);
+        cr_assert_eq(dat_ep_recv_query(ep, &nbufs, NULL), DAT_SUCCESS);
+        cr_expect_eq(nbufs, 3);
+        p.ep_attr.max_recv_dtos = 3;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, &p), DAT_SUCCESS);
+        cr_expect_eq(ep_params(ep).ep_attr.max_recv_dtos, 3);
+}
+
+/* The same for max_request_dtos and the requests outstanding (none can be
+ * posted before a connection: the count is set as the data path keeps it). */
+Test(ep_modify, max_request_dtos_below_the_outstanding_requests_is_invalid)
+{
+        DAT_EP_HANDLE ep = ep_make(&f, NULL);
+        DAT_EP_PARAM p = ep_params(ep);
+        const DAT_COUNT before = p.ep_attr.max_request_dtos;
+
+        cr_assert_geq(before, 4);
+        cr_assert_eq(ep_test_set_outstanding(ep, 0, 3), DAT_SUCCESS);
+        p.ep_attr.max_request_dtos = 2;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &p), ARG(3));
+        cr_expect_eq(ep_params(ep).ep_attr.max_request_dtos, before);
+        p.ep_attr.max_request_dtos = 3;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &p), DAT_SUCCESS);
+        cr_expect_eq(ep_params(ep).ep_attr.max_request_dtos, 3);
+        cr_assert_eq(ep_test_set_outstanding(ep, 0, 0), DAT_SUCCESS);
+}
+
 Test(ep_modify, evds_of_the_wrong_kind_or_ia_are_invalid)
 {
         DAT_EVD_HANDLE async2;
