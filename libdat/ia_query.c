@@ -89,6 +89,14 @@ static void fill_ia_attr(const struct ia *ia, DAT_IA_ATTR *a)
         a->max_evd_qlen = (DAT_COUNT)caps->max_evd_qlen;
         a->max_iov_segments_per_dto = (DAT_COUNT)caps->max_iov_segments;
         a->max_lmrs = as_count(info->max_lmrs);
+        /* The largest LMR is datd's max_lmr_bytes quota (16 GiB by
+         * default), but max_lmr_block_size is a DAT_SEG_LENGTH, 32 bits in
+         * the ABI: beyond 4 GiB - 1 it reads 4 GiB - 1, and dat_lmr_create
+         * still registers the larger blocks the quota allows (its length
+         * is a 64-bit DAT_VLEN; HPC programs register more than 4 GiB).
+         * Refusing them to match the attribute would break those programs
+         * for the sake of a type that cannot say the true limit.
+         * man/libdat2.3 says so. */
         a->max_lmr_block_size = as_seg_length(info->max_lmr_bytes);
         a->max_lmr_virtual_address = transport_max_user_address();
         a->max_pzs = as_count(info->max_pzs);
