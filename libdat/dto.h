@@ -59,7 +59,18 @@
  *   the Receive DAT_DTO_ERR_LOCAL_LENGTH, the Send
  *   DAT_DTO_ERR_REMOTE_RESPONDER; a receive whose LMR went away before the
  *   message came: DAT_DTO_ERR_LOCAL_PROTECTION (the Send
- *   DAT_DTO_ERR_REMOTE_RESPONDER); an RDMA whose rmr_context, bounds,
+ *   DAT_DTO_ERR_REMOTE_RESPONDER); a receive posted before dat_ep_modify
+ *   gave the EP another PZ, with a segment in an LMR not of the new one:
+ *   DAT_DTO_ERR_LOCAL_PROTECTION at the modify (dat_ep_modify(3DAT): they
+ *   "fail with a DAT_PROTECTION_VIOLATION", the post's code for an LMR of
+ *   another PZ; the post returned long ago, so the completion says it,
+ *   with the status for a local protection fault).  At the modify rather
+ *   than when a message comes: the PZ changes only without a connection,
+ *   so nothing breaks and the consumer learns at once, the other receives
+ *   keep their order, and arrival stays as cheap as it is (a receive's
+ *   LMRs are not looked up again there while no memory context was
+ *   released, next_recv_holds; a PZ test would have to be added on every
+ *   message); an RDMA whose rmr_context, bounds,
  *   privileges or PZ the target refuses: DAT_DTO_ERR_REMOTE_ACCESS; a Send
  *   with no receive posted on the target within the receiver-not-ready
  *   time (DTO_RNR_TIMEOUT_MS, $DATD_RNR_TIMEOUT_MS): the Send
@@ -228,6 +239,14 @@ void dto_ep_quiesce(struct ep *ep);
 /* dat_ep_free: drops every DTO without completion, releases SRQ buffers
  * the EP took, and waits until no thread still works on the EP. */
 void dto_ep_destroy(struct ep *ep);
+
+/* ---- dat_ep_modify's side (ep_modify.c) ---------------------------------- */
+
+/* dat_ep_modify gave the EP another PZ (in a quiescent state: no
+ * connection).  Every posted receive with a segment in an LMR not of the
+ * new PZ completes DAT_DTO_ERR_LOCAL_PROTECTION now, in posting order; the
+ * others stay posted, in theirs. */
+void dto_ep_pz_changed(struct ep *ep);
 
 /* ---- the EVD's side (evd_ring.c) ----------------------------------------- */
 

@@ -14,6 +14,8 @@
 #include "libdat/ep.h"
 #include "libdat/ep_events.h"
 #include "libdat/ia.h"
+#include "libdat/lmr.h"
+#include "libdat/pz.h"
 #include "libdat/rmr.h"
 #include "libdat/shm_direct.h"
 #include "libdat/srq.h"
@@ -695,6 +697,66 @@ void dto_ep_take_acks(struct ep *ep)
         dat_unlock(&d->lock);
         if (finish)
                 dto_finish(d, &b);
+}
+
+/* Whether each segment of r is in a live LMR of the EP's PZ (a segment of
+ * no bytes needs none, as at arrival: recv_iovecs).  An LMR freed since
+ * the post is of no PZ. */
+static bool recv_in_eps_pz(const struct dto_ep *d, const struct dto_recv *r)
+{
+        for (uint32_t i = 0; i < r->nseg; i++) {
+                const DAT_LMR_TRIPLET *t = &r->iov[i];
+                struct lmr *lmr;
+
+                if (t->segment_length == 0)
+                        continue;
+                if (lmr_find_by_context(d->ia, t->lmr_context, t->virtual_address,
+                                        t->segment_length, DAT_MEM_PRIV_LOCAL_WRITE_FLAG,
+                                        &lmr) != DAT_SUCCESS ||
+                    !ep_pz_is(d->ep, &lmr->pz->obj))
+                        return false;
+        }
+        return true;
+}
+
+/* Moves the receive at ring slot `from` to slot `to` (before it), with its
+ * segments: each slot has its own in rq_iov. */
+static void recv_move(struct dto_ep *d, uint32_t from, uint32_t to)
+{
+        struct dto_recv *dst = &d->rq[to];
+        const struct dto_recv *src = &d->rq[from];
+
+        *dst = *src;
+        dst->iov = &d->rq_iov[(size_t)to * d->recv_iov_max];
+        memcpy(dst->iov, src->iov, (size_t)src->nseg * sizeof(*src->iov));
+}
+
+void dto_ep_pz_changed(struct ep *ep)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        struct dto_batch b;
+        uint32_t kept = 0;
+
+        /* No data path: no receive was ever posted. */
+        if (!d)
+                return;
+        DTO_BATCH_EMPTY(b);
+        dat_lock(&d->lock);
+        for (uint32_t i = 0; i < d->rq_count; i++) {
+                uint32_t from = (d->rq_head + i) & d->recv_mask;
+
+                if (!recv_in_eps_pz(d, &d->rq[from])) {
+                        dto_complete_recv(d, &d->rq[from], false, DAT_DTO_ERR_LOCAL_PROTECTION, 0,
+                                          true, &b);
+                        continue;
+                }
+                if (kept != i)
+                        recv_move(d, from, (d->rq_head + kept) & d->recv_mask);
+                kept++;
+        }
+        d->rq_count = kept;
+        dat_unlock(&d->lock);
+        dto_finish(d, &b);
 }
 
 void dto_ep_reset(struct ep *ep)

@@ -28,12 +28,24 @@
  * faith, lose completions it waits for: the value is invalid for this EP
  * now, DAT_INVALID_PARAMETER naming ep_param, and equal to the count is
  * allowed.
+ *
+ * Receives of the old PZ: "any Receive DTOs currently posted to the
+ * Endpoint that do not match the new Protection Zone fail with a
+ * DAT_PROTECTION_VIOLATION return."  The modify itself succeeds (the
+ * return is not the modify's); each such Receive completes on the recv EVD
+ * with DAT_DTO_ERR_LOCAL_PROTECTION when the modify commits, before it
+ * returns, in posting order, and the others stay posted in theirs
+ * (dto_ep_pz_changed; libdat/dto.h says why at the modify and not when a
+ * message comes).  A Receive posted by another thread during the modify
+ * is checked against whichever PZ its post read, as with any post racing
+ * a change of what it uses.
  * A zero mask changes nothing and succeeds. */
 #include "config.h"
 
 #include <stddef.h>
 #include <string.h>
 
+#include "libdat/dto.h"
 #include "libdat/ep.h"
 #include "libdat/ep_attr.h"
 #include "libdat/ep_events.h"
@@ -324,6 +336,9 @@ static DAT_RETURN commit(struct ep *ep, const DAT_EP_PARAM *cur, const DAT_EP_PA
                 ep_streams_attach(&new_streams);
         }
         release_changed(&now, &next_deps, ARRAY_SIZE(now.handle));
+        /* The header's "Receives of the old PZ". */
+        if (cur->pz_handle != want->pz_handle)
+                dto_ep_pz_changed(ep);
         if (mask & DAT_EP_FIELD_EP_ATTR_SRQ_SOFT_HW)
                 ep_check_watermarks(ep);
         return DAT_SUCCESS;

@@ -142,6 +142,19 @@ tests_dto_test_dto_freed_target_netns_SOURCES = tests/dto/test_dto_freed_target.
 tests_dto_test_dto_freed_target_netns_CFLAGS = $(dto_netns_cflags)
 tests_dto_test_dto_freed_target_netns_LDADD = $(dto_test_ldadd)
 
+# test_dto_modify: dat_ep_modify on an EP with Receives posted (a new PZ)
+dto_tests += tests/dto/test_dto_modify_shm tests/dto/test_dto_modify_tcp \
+	tests/dto/test_dto_modify_netns
+tests_dto_test_dto_modify_shm_SOURCES = tests/dto/test_dto_modify.c
+tests_dto_test_dto_modify_shm_CFLAGS = $(dto_shm_cflags)
+tests_dto_test_dto_modify_shm_LDADD = $(dto_test_ldadd)
+tests_dto_test_dto_modify_tcp_SOURCES = tests/dto/test_dto_modify.c
+tests_dto_test_dto_modify_tcp_CFLAGS = $(dto_tcp_cflags)
+tests_dto_test_dto_modify_tcp_LDADD = $(dto_test_ldadd)
+tests_dto_test_dto_modify_netns_SOURCES = tests/dto/test_dto_modify.c
+tests_dto_test_dto_modify_netns_CFLAGS = $(dto_netns_cflags)
+tests_dto_test_dto_modify_netns_LDADD = $(dto_test_ldadd)
+
 # ---- other engineers' test programs: above this line ----
 # Issue 6: the send and RDMA bodies again over tcp sockets with 16 KiB buffers
 # (every frame in pieces: partial reads and writes, back-pressure).
