@@ -240,6 +240,16 @@ void dto_ep_quiesce(struct ep *ep);
  * the EP took, and waits until no thread still works on the EP. */
 void dto_ep_destroy(struct ep *ep);
 
+/* ---- the EP's side (ep.c) ------------------------------------------------ */
+
+/* Ends the EP's connection as a failed data path does (dto_fail, then
+ * dto_finish): every DTO outstanding completes DAT_DTO_ERR_FLUSHED, the EP
+ * goes Disconnected with DAT_CONNECTION_EVENT_BROKEN on its connect EVD,
+ * the channel closes (the peer's end breaks too); why goes to the trace.
+ * Returns whether it did: false when the data path is not running (no
+ * connection, or one ending already).  No lock held. */
+bool dto_ep_break(struct ep *ep, const char *why);
+
 /* ---- dat_ep_modify's side (ep_modify.c) ---------------------------------- */
 
 /* dat_ep_modify gave the EP another PZ (in a quiescent state: no

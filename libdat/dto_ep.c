@@ -699,6 +699,22 @@ void dto_ep_take_acks(struct ep *ep)
                 dto_finish(d, &b);
 }
 
+bool dto_ep_break(struct ep *ep, const char *why)
+{
+        struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
+        bool broke;
+
+        if (!d)
+                return false;
+        dat_lock(&d->lock);
+        broke = d->state == DTO_RUNNING;
+        dto_fail(d, why);
+        dat_unlock(&d->lock);
+        if (broke)
+                dto_finish(d, NULL);
+        return broke;
+}
+
 /* Whether each segment of r is in a live LMR of the EP's PZ (a segment of
  * no bytes needs none, as at arrival: recv_iovecs).  An LMR freed since
  * the post is of no PZ. */

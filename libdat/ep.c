@@ -24,7 +24,17 @@
  * - dat_ep_set_watermark: below 0 and not DAT_WATERMARK_INFINITE: ARG2/ARG3.
  *   The soft high watermark event goes to the IA's async EVD as
  *   DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR with reason
- *   DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT (ep_events.h says why).
+ *   DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT (ep_events.h says why).  The hard
+ *   high watermark, exceeded, ends the EP's connection as a failed data
+ *   path does (dto_ep_break): DAT_CONNECTION_EVENT_BROKEN on its connect
+ *   EVD, Disconnected, every DTO outstanding (the Receive that crossed
+ *   it too) DAT_DTO_ERR_FLUSHED, the peer's end broken as well.  Only a
+ *   connection can break: exceeded while the EP has none running (Receives
+ *   posted before connecting), it stays armed and fires at the first check
+ *   that finds it exceeded on a connection.  Both are checked where the
+ *   consumer makes the count grow or changes them: dat_ep_post_recv,
+ *   dat_ep_set_watermark, dat_ep_modify; not when the data path takes a
+ *   buffer of the EP's SRQ.
  * - dat_ep_free: also refused while another object holds the EP (`users`).
  * - invalid states: DAT_INVALID_STATE with the subtype of the EP's state
  *   (DAT_INVALID_STATE_EP_UNCONNECTED, ...). */
@@ -684,7 +694,9 @@ static bool watermark_valid(DAT_COUNT w)
         return w == DAT_WATERMARK_INFINITE || w >= 0;
 }
 
-/* Under dat_object_lock. */
+/* Under dat_object_lock: the soft watermark fires (once per setting);
+ * *hard says the hard one is armed and exceeded, for the caller to break
+ * the connection and then disarm it (hard_fired). */
 static void fire_watermarks(struct ep *ep, bool *soft, bool *hard)
 {
         DAT_COUNT n = ep->recv_outstanding;
@@ -697,21 +709,26 @@ static void fire_watermarks(struct ep *ep, bool *soft, bool *hard)
                 ep->soft_hw_armed = false;
                 ep->soft_hw_events++;
         }
-        if (*hard) {
-                ep->hard_hw_armed = false;
-                ep->hard_hw_events++;
-        }
+}
+
+/* The hard watermark broke the connection: it fired, once per setting. */
+static void hard_fired(struct ep *ep)
+{
+        dat_object_lock();
+        ep->hard_hw_armed = false;
+        ep->hard_hw_events++;
+        dat_object_unlock();
 }
 
 /* dat_ep_set_watermark(3DAT): "An asynchronous event will be generated for
  * IA async_evd when the number of Recv buffers at EP exceeds the soft high
  * watermark for the first time.  A connection broken event will be
  * generated for EP connect_evd when the number of Recv buffers at EP
- * exceeds the hard high watermark."
- * TODO(connection issue): break the connection on the hard one; until then
- * the trace and ep_watermark_events() say it fired. */
+ * exceeds the hard high watermark."  What that means without a
+ * connection: the header's list. */
 void ep_check_watermarks(struct ep *ep)
 {
+        DAT_COUNT n = __atomic_load_n(&ep->recv_outstanding, __ATOMIC_RELAXED);
         bool soft, hard;
 
         dat_object_lock();
@@ -719,12 +736,12 @@ void ep_check_watermarks(struct ep *ep)
         dat_object_unlock();
         if (soft) {
                 dat_trace("EP %p: %d Recv buffers exceed the soft high watermark %d", ep->obj.handle,
-                          ep->recv_outstanding, ep->attr.srq_soft_hw);
+                          n, ep->attr.srq_soft_hw);
                 ep_post_async_event(ep_ia(ep), ep->obj.handle, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
         }
-        if (hard)
-                dat_trace("EP %p: %d Recv buffers exceed the hard high watermark %d", ep->obj.handle,
-                          ep->recv_outstanding, ep->hard_high_watermark);
+        /* Only the thread whose break ended the data path counts it. */
+        if (hard && dto_ep_break(ep, "Recv buffers exceed the hard high watermark"))
+                hard_fired(ep);
 }
 
 void ep_watermark_events(const struct ep *ep, unsigned *soft, unsigned *hard)

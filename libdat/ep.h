@@ -156,13 +156,13 @@ DAT_RETURN ep_update_datd(const struct ep *next);
 /* The DAT_INVALID_STATE error naming an EP state (DAT_INVALID_STATE_EP_*). */
 DAT_RETURN ep_invalid_state(DAT_EP_STATE state);
 
-/* For the data path, after recv_outstanding grew: fires the soft high
- * watermark's asynchronous event (once per dat_ep_set_watermark) and the
- * hard one's connection-broken handling when they are exceeded. */
+/* After recv_outstanding grew or a watermark changed: fires the soft high
+ * watermark's asynchronous event (once per dat_ep_set_watermark) and
+ * breaks the EP's connection for the hard one (once per setting, on a
+ * connection: ep.c's header) when they are exceeded.  No lock held. */
 void ep_check_watermarks(struct ep *ep);
 
-/* How many high watermark events an EP fired (soft, hard): for tests and
- * the trace until the EVD event path delivers them. */
+/* How many high watermark events an EP fired (soft, hard): for tests. */
 void ep_watermark_events(const struct ep *ep, unsigned *soft, unsigned *hard);
 
 /* Provider-created EPs (dat_psp_create(3DAT), DAT_PSP_PROVIDER_FLAG).

@@ -155,6 +155,19 @@ tests_dto_test_dto_modify_netns_SOURCES = tests/dto/test_dto_modify.c
 tests_dto_test_dto_modify_netns_CFLAGS = $(dto_netns_cflags)
 tests_dto_test_dto_modify_netns_LDADD = $(dto_test_ldadd)
 
+# test_dto_watermark: the hard high watermark breaks the connection
+dto_tests += tests/dto/test_dto_watermark_shm tests/dto/test_dto_watermark_tcp \
+	tests/dto/test_dto_watermark_netns
+tests_dto_test_dto_watermark_shm_SOURCES = tests/dto/test_dto_watermark.c
+tests_dto_test_dto_watermark_shm_CFLAGS = $(dto_shm_cflags)
+tests_dto_test_dto_watermark_shm_LDADD = $(dto_fault_ldadd)
+tests_dto_test_dto_watermark_tcp_SOURCES = tests/dto/test_dto_watermark.c
+tests_dto_test_dto_watermark_tcp_CFLAGS = $(dto_tcp_cflags)
+tests_dto_test_dto_watermark_tcp_LDADD = $(dto_fault_ldadd)
+tests_dto_test_dto_watermark_netns_SOURCES = tests/dto/test_dto_watermark.c
+tests_dto_test_dto_watermark_netns_CFLAGS = $(dto_netns_cflags)
+tests_dto_test_dto_watermark_netns_LDADD = $(dto_fault_ldadd)
+
 # ---- other engineers' test programs: above this line ----
 # Issue 6: the send and RDMA bodies again over tcp sockets with 16 KiB buffers
 # (every frame in pieces: partial reads and writes, back-pressure).

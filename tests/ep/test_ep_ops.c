@@ -191,15 +191,23 @@ Test(ep_ops, the_soft_watermark_fires_once_per_setting_on_the_async_evd)
         cr_expect_eq(soft_events(ep), 2);
 }
 
-Test(ep_ops, the_hard_watermark_fires_once_per_setting)
+Test(ep_ops, the_hard_watermark_stays_armed_without_a_connection)
 {
+        /* libdat/ep.c: exceeding the hard high watermark breaks the
+         * connection (tests/dto/test_dto_watermark.c); an EP without one
+         * has nothing to break, and the watermark waits, armed, for the
+         * first check on a connection. */
         DAT_EP_HANDLE ep = ep_make(&f, NULL);
+        DAT_EVENT e;
 
         cr_assert_eq(dat_ep_set_watermark(ep, DAT_WATERMARK_INFINITE, 1), DAT_SUCCESS);
         cr_assert_eq(ep_test_set_outstanding(ep, 2, 0), DAT_SUCCESS);
         cr_assert_eq(ep_test_set_outstanding(ep, 3, 0), DAT_SUCCESS);
-        cr_expect_eq(hard_events(ep), 1);
+        cr_expect_eq(hard_events(ep), 0);
         cr_expect_eq(soft_events(ep), 0);
+        cr_expect(ep_lookup(ep)->hard_hw_armed);
+        cr_expect_eq(ep_params(ep).ep_state, DAT_EP_STATE_UNCONNECTED);
+        cr_expect_not(evd_next(f.conn_evd, &e));
 }
 
 /* ---- dat_ep_reset ------------------------------------------------------ */
