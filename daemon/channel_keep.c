@@ -127,7 +127,9 @@ static void tell_drop(ShmRegion *r, unsigned side)
         holder_gone(r, side);
         if (c->dying)
                 return;
-        k = client_send(c, &ev.hdr);
+        /* Ending: a burst of them (the peer gone, room made) waits for
+         * room in the client's queue, charged as the channel was. */
+        k = client_send_ending(c, &ev.hdr, 0, r->size);
         if (k < 0)
                 client_drop_later(c, k);
 }

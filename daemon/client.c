@@ -79,9 +79,23 @@ int client_open_ia(Client *c, Ia *ia, IaInstance **ret)
         return 0;
 }
 
+/* What an ending event keeps charged to its client while it waits
+ * (client_send_ending); all 0 for any other message. */
+typedef struct Owed {
+        uint32_t conns;
+        uint64_t shm_bytes;
+} Owed;
+
+static bool owes(const Owed *o)
+{
+        return o->conns > 0 || o->shm_bytes > 0;
+}
+
 /* A message the socket had no room for, with its own duplicates of the
  * descriptors it carries (the caller keeps its own). */
 struct PendingMsg {
+        PendingMsg *next;
+        Owed owed;                      /* nothing: counted in n_pending */
         unsigned nfds;
         int fds[DATP_CHANNEL_MAX_FDS];
         union datp_message msg;         /* msg.hdr.length bytes in use */
@@ -105,6 +119,7 @@ static struct {
         Client *requester;              /* whose packet is handled (NULL once freed) */
         unsigned n;
         Client *to[HELD_MAX];           /* NULL: its client was freed */
+        Owed owed[HELD_MAX];
         union datp_message msg[HELD_MAX];
 } held;
 
@@ -146,10 +161,12 @@ Client *client_free(Client *c)
         sd_event_source_disable_unref(c->drop_source);
         if (c->fd >= 0)
                 close(c->fd);
-        for (uint32_t k = 0; k < c->n_pending && c->pending; k++)
-                pending_free(c->pending[(c->pending_head + k) %
-                                        c->manager->config->limits.max_pending_replies]);
-        free(c->pending);
+        while (c->pending) {
+                PendingMsg *p = c->pending;
+
+                c->pending = p->next;
+                pending_free(p);
+        }
         peer_done(&c->peer);
         if (c->pidfd >= 0)
                 close(c->pidfd);
@@ -204,24 +221,21 @@ void client_drop_later(Client *c, int error)
         c->drop_error = error;
 }
 
-static int client_queue(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds)
+static int client_queue(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds,
+                        const Owed *owed)
 {
-        uint32_t max = c->manager->config->limits.max_pending_replies;
         PendingMsg *copy;
         int r;
 
-        if (c->n_pending >= max)
+        if (!owes(owed) && c->n_pending >= c->manager->config->limits.max_pending_replies)
                 return -ENOBUFS;
         if (nfds > DATP_CHANNEL_MAX_FDS)
                 return -EINVAL;
-        if (!c->pending) {
-                c->pending = calloc(max, sizeof(*c->pending));
-                if (!c->pending)
-                        return -ENOMEM;
-        }
         copy = malloc(offsetof(PendingMsg, msg) + msg->length);
         if (!copy)
                 return -ENOMEM;
+        copy->next = NULL;
+        copy->owed = *owed;
         copy->nfds = 0;
         for (unsigned i = 0; i < nfds; i++) {
                 copy->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
@@ -233,22 +247,28 @@ static int client_queue(Client *c, const struct datp_header *msg, const int *fds
                 copy->nfds++;
         }
         memcpy(&copy->msg, msg, msg->length);
-        c->pending[(c->pending_head + c->n_pending) % max] = copy;
-        if (c->n_pending++ == 0) {
-                r = sd_event_source_set_io_events(c->io, EPOLLIN | EPOLLOUT);
-                if (r < 0)
-                        return r;
+        c->n_conns += owed->conns;
+        c->shm_bytes += owed->shm_bytes;
+        if (!owes(owed))
+                c->n_pending++;
+        if (!c->pending) {
+                c->pending = copy;
+                c->pending_tail = &copy->next;
+                return sd_event_source_set_io_events(c->io, EPOLLIN | EPOLLOUT);
         }
+        *c->pending_tail = copy;
+        c->pending_tail = &copy->next;
         return 0;
 }
 
 /* What is left of c's messages when the socket took only part: into its
  * queue, which EPOLLOUT empties.  A client that cannot take them is
  * dropped later, as for any event it cannot take. */
-static void held_queue_rest(Client *c, const struct datp_header *const *msgs, unsigned n, int error)
+static void held_queue_rest(Client *c, const struct datp_header *const *msgs, const Owed *owed,
+                            unsigned n, int error)
 {
         for (unsigned i = 0; i < n && error == -EAGAIN; i++) {
-                int r = client_queue(c, msgs[i], NULL, 0);
+                int r = client_queue(c, msgs[i], NULL, 0, &owed[i]);
 
                 if (r < 0)
                         error = r;
@@ -262,6 +282,7 @@ static void held_queue_rest(Client *c, const struct datp_header *const *msgs, un
 static void held_send_to(Client *c, unsigned first, bool final)
 {
         const struct datp_header *msgs[HELD_MAX];
+        Owed owed[HELD_MAX];
         unsigned n = 0, sent;
         int r;
 
@@ -269,6 +290,7 @@ static void held_send_to(Client *c, unsigned first, bool final)
                 if (held.to[i] != c)
                         continue;
                 held.to[i] = NULL;
+                owed[n] = held.owed[i];
                 msgs[n++] = &held.msg[i].hdr;
         }
         if (c->dying || n == 0)
@@ -276,7 +298,7 @@ static void held_send_to(Client *c, unsigned first, bool final)
         /* The socket is non-blocking: a full one says -EAGAIN. */
         r = datp_send_many(c->fd, msgs, n, &sent);
         if (r < 0 && !final)
-                held_queue_rest(c, msgs + sent, n - sent, r);
+                held_queue_rest(c, msgs + sent, owed + sent, n - sent, r);
 }
 
 /* The other clients' first, each in the order of its first message, then
@@ -293,17 +315,19 @@ static void held_flush(void)
         held.n = 0;
 }
 
-int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds)
+static int client_send_owing(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds,
+                             const Owed *owed)
 {
         /* A reply to request_id 0 is one nobody waits for
          * (proto/PROTOCOL.md): it is not sent. */
         if ((msg->type & DATP_REPLY) && msg->request_id == 0)
                 return 0;
         if (held.on) {
-                if (nfds == 0 && c->n_pending == 0 && msg->length <= sizeof(held.msg[0])) {
+                if (nfds == 0 && !c->pending && msg->length <= sizeof(held.msg[0])) {
                         if (held.n == HELD_MAX)
                                 held_flush();
                         held.to[held.n] = c;
+                        held.owed[held.n] = *owed;
                         memcpy(&held.msg[held.n], msg, msg->length);
                         held.n++;
                         return 0;
@@ -312,13 +336,18 @@ int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, un
                 held_flush();
         }
         /* Behind queued replies a new one must wait, or order would break. */
-        if (c->n_pending == 0) {
+        if (!c->pending) {
                 int r = datp_send(c->fd, msg, fds, nfds);
 
                 if (r != -EAGAIN)
                         return r;
         }
-        return client_queue(c, msg, fds, nfds);
+        return client_queue(c, msg, fds, nfds, owed);
+}
+
+int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds)
+{
+        return client_send_owing(c, msg, fds, nfds, &(Owed) {});
 }
 
 int client_send(Client *c, const struct datp_header *msg)
@@ -326,22 +355,28 @@ int client_send(Client *c, const struct datp_header *msg)
         return client_send_fds(c, msg, NULL, 0);
 }
 
+int client_send_ending(Client *c, const struct datp_header *msg, uint32_t conns, uint64_t shm_bytes)
+{
+        return client_send_owing(c, msg, NULL, 0, &(Owed) { .conns = conns, .shm_bytes = shm_bytes });
+}
+
 static int client_flush(Client *c)
 {
-        uint32_t max = c->manager->config->limits.max_pending_replies;
-
-        while (c->n_pending > 0) {
-                PendingMsg **slot = &c->pending[c->pending_head];
-                int r = datp_send(c->fd, &(*slot)->msg.hdr, (*slot)->fds, (*slot)->nfds);
+        while (c->pending) {
+                PendingMsg *p = c->pending;
+                int r = datp_send(c->fd, &p->msg.hdr, p->fds, p->nfds);
 
                 if (r == -EAGAIN)
                         return 0;
                 if (r < 0)
                         return r;
-                pending_free(*slot);
-                *slot = NULL;
-                c->pending_head = (c->pending_head + 1) % max;
-                c->n_pending--;
+                /* Written: what it ended is the client's to use again. */
+                c->n_conns -= p->owed.conns;
+                c->shm_bytes -= p->owed.shm_bytes;
+                if (!owes(&p->owed))
+                        c->n_pending--;
+                c->pending = p->next;
+                pending_free(p);
         }
         return sd_event_source_set_io_events(c->io, EPOLLIN);
 }

@@ -52,18 +52,23 @@ struct Client {
         ObjectTable objects;            /* of all its IA instances; ids per connection */
         uint32_t quota_logged;          /* bit per kind (0: max_lmr_bytes): refusal logged */
 
-        /* Replies the socket had no room for, oldest first: a ring of
-         * limits.max_pending_replies slots, allocated on first use. */
-        PendingMsg **pending;
-        uint32_t pending_head;
+        /* Messages the socket had no room for, oldest first.  n_pending
+         * counts those held against limits.max_pending_replies: all but
+         * the ending events (client_send_ending), which are bounded by
+         * what they keep charged instead. */
+        PendingMsg *pending;
+        PendingMsg **pending_tail;
         uint32_t n_pending;
 
         /* Connections (daemon/conn.c), over all its IA instances. */
         uint32_t n_listeners;
-        uint32_t n_conns;               /* ends, in any state */
+        uint32_t n_conns;               /* ends, in any state, and ended ones whose
+                                         * terminal event waits in the queue */
         uint32_t n_connecting;          /* active ends not yet answered */
         uint64_t shm_bytes;             /* shm regions of its connection ends and kept
-                                         * channels (max_shm_bytes_per_client) */
+                                         * channels, and of dropped ones whose
+                                         * EV_CHANNEL_DROP waits in the queue
+                                         * (max_shm_bytes_per_client) */
         uint32_t n_spare_channels;      /* kept channels of it that are spare
                                          * (max_spare_channels_per_client) */
         /* A pidfd of its process for its peers' shm channels (they watch
@@ -91,6 +96,18 @@ int client_send(Client *c, const struct datp_header *msg);
 /* The same with descriptors (SCM_RIGHTS): the caller keeps its own; a queued
  * message holds duplicates until it is sent. */
 int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, unsigned nfds);
+
+/* An event that ends something the client held: a terminal EV_CONN (one
+ * of its connection ends: conns 1) or an EV_CHANNEL_DROP (a kept channel of
+ * shm_bytes).  The caller has already let go of it.  If the message must
+ * wait for room it does not count against max_pending_replies: it keeps
+ * what it ended charged to the client (max_connections_per_client,
+ * max_shm_bytes_per_client) until it is written instead.  A peer's exit or
+ * a lost CM link makes one for every end a client has at once, and must
+ * not get a client that reads its socket dropped; each end and channel
+ * ends once, so the client's own quotas bound the queue.  -errno as
+ * client_send. */
+int client_send_ending(Client *c, const struct datp_header *msg, uint32_t conns, uint64_t shm_bytes);
 
 /* Drops the client from the event loop's next iteration: for failures met
  * while handling another client's request. */

@@ -440,6 +440,22 @@ static void send_event(Client *c, const struct datp_header *msg)
         send_event_fds(c, msg, NULL, 0);
 }
 
+/* The same for the terminal EV_CONN of an end of c that is going: it may
+ * wait for room without counting against max_pending_replies, holding the
+ * end's place in max_connections_per_client meanwhile
+ * (client_send_ending): a peer that exits with a thousand connections to
+ * c must not get c dropped. */
+static void send_ending_event(Client *c, const struct datp_header *msg)
+{
+        int r;
+
+        if (c->dying)
+                return;
+        r = client_send_ending(c, msg, 1, 0);
+        if (r < 0)
+                client_drop_later(c, r);
+}
+
 /* datd's copy of an EP's state (what datctl shows) follows the
  * connection that datd itself drives: the request that starts it
  * (CONNECT, CR_ACCEPT) and every event datd sends for it.  libdat does not
@@ -497,7 +513,11 @@ static void send_ev_conn(Conn *c, uint32_t event, const uint8_t *pd, uint32_t pd
                 ev.pd_len = pd_len;
                 memcpy(ev.private_data, pd, pd_len);
         }
-        send_event(c->instance->client, &ev.hdr);
+        /* Every event but ESTABLISHED ends the end (PROTOCOL.md, 6a). */
+        if (event == DAT_CONNECTION_EVENT_ESTABLISHED)
+                send_event(c->instance->client, &ev.hdr);
+        else
+                send_ending_event(c->instance->client, &ev.hdr);
 }
 
 static void send_ev_conn_request(Cr *cr)

@@ -743,3 +743,53 @@ Test(datd_conn, rsp_delivers_one_request_only)
         cr_expect_neq(c1, c2);
         stop();
 }
+
+/* PROTOCOL.md §9: the terminal EV_CONNs a peer's exit makes, one for every
+ * connection a client had with it, wait for room without counting against
+ * max_pending_replies.  A client that reads its socket, only later than
+ * they come, gets them all and stays; datd once dropped it with every
+ * other connection it had. */
+#define FLOOD_CONNS 1000        /* more than a socket holds */
+
+Test(datd_conn, a_peer_exit_does_not_drop_a_client_with_many_connections_to_it)
+{
+        union datp_message ev;
+        uint32_t a_conn, x_conn, b_conn, cr;
+        struct datp_ia_query q = {};
+        struct datp_ia_query_reply reply;
+        unsigned broken = 0;
+
+        cr_assert_eq(datd_start(&d, "{\"log_level\": \"notice\", \"verbs\": false, \"ias\": ["
+                                "{\"name\": \"shm\", \"transport\": \"shm\", \"address\": \"127.0.0.1\"}],"
+                                "\"limits\": {\"max_pending_replies\": 8, \"shm_ring_bytes\": 4096,"
+                                " \"max_spare_channels_per_client\": 0}}"), 0);
+        cr_assert_eq(cc_open(&a, d.socket_path, "shm"), 0);
+        cr_assert_eq(cc_open(&b, d.socket_path, "shm"), 0);
+        cr_assert_eq(cc_open(&x, d.socket_path, "shm"), 0);
+        lo_len = cc_addr4(&lo, "127.0.0.1");
+        /* a's connection with x, which b's exit must leave alone. */
+        expect_established(&a, &x, &lo, lo_len, 6400, &a_conn, &x_conn);
+        for (unsigned i = 0; i < FLOOD_CONNS; i++) {
+                b_conn = connect_ok(&b, 6400, UINT64_MAX, NULL, 0);
+                cr = expect_request(&a, NULL);
+                cr_assert_eq(cc_accept(&a, cr, NULL, 0, &a_conn), DAT_SUCCESS);
+                expect_ev_conn(&a, a_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+                expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_ESTABLISHED, NULL);
+        }
+        cc_close(&b);
+        /* a is busy while datd sees b go. */
+        usleep(300 * 1000);
+        while (broken < FLOOD_CONNS) {
+                int r = cc_event(&a, DATP_EV_CONN, &ev, EV_MS);
+
+                cr_assert_eq(r, 0, "after %u BROKEN: %s", broken, strerror(-r));
+                cr_assert_eq(ev.ev_conn.event, DAT_CONNECTION_EVENT_BROKEN);
+                broken++;
+        }
+        /* a is still a client of datd, and its connection with x is up. */
+        datp_header_init(&q.hdr, DATP_IA_QUERY, a.version, sizeof(q), 0);
+        q.ia_id = a.ia_id;
+        cr_assert_eq(cc_call(&a, &q.hdr, &reply, sizeof(reply)), 0, "datd dropped the survivor");
+        cr_expect_eq(cc_no_event(&x, DATP_EV_CONN, QUIET_MS), 0, "x's connection with a ended");
+        stop();
+}
