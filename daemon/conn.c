@@ -1527,12 +1527,19 @@ static int conn_timeout(sd_event_source *s, uint64_t usec, void *userdata)
         return 0;
 }
 
+/* The connect timeout of end a.  A timeout that ends past what the
+ * monotonic clock can name (sd-event: -EOVERFLOW) ends never: it is
+ * DAT_TIMEOUT_INFINITE like UINT64_MAX itself (PROTOCOL.md, CONNECT), and
+ * no client-chosen value fails the request. */
 static int arm_timer(Conn *a, uint64_t timeout_us)
 {
+        int r;
+
         if (timeout_us == UINT64_MAX)
                 return 0;
-        return sd_event_add_time_relative(a->table->manager->event, &a->timer, CLOCK_MONOTONIC,
-                                          timeout_us, 1000, conn_timeout, a);
+        r = sd_event_add_time_relative(a->table->manager->event, &a->timer, CLOCK_MONOTONIC,
+                                       timeout_us, 1000, conn_timeout, a);
+        return r == -EOVERFLOW ? 0 : r;
 }
 
 static void sockaddr_to_cm(const struct sockaddr_storage *ss, struct cm_addr *out)
@@ -1609,6 +1616,15 @@ static void connect_negotiate(Conn *a, const struct datp_connect *req)
                 conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0, why);
                 return;
         }
+        /* Armed before the request exists: a request whose active end
+         * failed here would stay in the listener's backlog, never
+         * announced and never answered. */
+        r = arm_timer(a, req->timeout_us);
+        if (r < 0) {
+                conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                          "cannot arm the connect timer");
+                return;
+        }
         cr = cr_new(t, l, req->private_data, req->pd_len);
         if (!cr) {
                 conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0, "out of memory");
@@ -1616,12 +1632,6 @@ static void connect_negotiate(Conn *a, const struct datp_connect *req)
         }
         cr->active = a;
         a->cr = cr;
-        r = arm_timer(a, req->timeout_us);
-        if (r < 0) {
-                conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
-                          "cannot arm the connect timer");
-                return;
-        }
         conn_log(LOG_DEBUG, a, "request %" PRIu32 " to listener %" PRIu32 ".", cr->id, l->id);
         send_ev_conn_request(cr);
 }

@@ -793,3 +793,25 @@ Test(datd_conn, a_peer_exit_does_not_drop_a_client_with_many_connections_to_it)
         cr_expect_eq(cc_no_event(&x, DATP_EV_CONN, QUIET_MS), 0, "x's connection with a ended");
         stop();
 }
+
+/* PROTOCOL.md, CONNECT: a timeout_us too far ahead for datd's clock to
+ * arm is DAT_TIMEOUT_INFINITE.  Such a request reaches the listener and
+ * waits for its answer; it once failed the active end after it had been
+ * put in the listener's backlog, where it stayed, never announced and
+ * never answered, filling the backlog. */
+Test(datd_conn, connect_timeout_too_far_to_arm_is_infinite)
+{
+        uint32_t c1, c2;
+
+        start("\"limits\": {\"max_pending_requests\": 1}");
+        expect_listen(&a, 6200);
+        c1 = connect_ok(&b, 6200, UINT64_MAX - 1, NULL, 0);
+        cr_assert_eq(cc_reject(&a, expect_request(&a, NULL), NULL, 0), DAT_SUCCESS);
+        expect_ev_conn(&b, c1, DAT_CONNECTION_EVENT_PEER_REJECTED, NULL);
+        /* The backlog of one is free again, and no request waits for ever. */
+        c2 = connect_ok(&b, 6200, UINT64_MAX - 1, NULL, 0);
+        expect_request(&a, NULL);
+        cr_expect_eq(cc_no_event(&b, DATP_EV_CONN, QUIET_MS), 0, "the request did not wait");
+        cr_expect_neq(c1, c2);
+        stop();
+}
