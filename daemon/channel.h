@@ -59,6 +59,9 @@ struct ShmRegion {
         bool spare;                     /* laid out afresh, waiting for a connection */
         LIST_FIELDS(ShmRegion, spare0); /* holder[0]->spare0 */
         LIST_FIELDS(ShmRegion, spare1); /* holder[1]->spare1 */
+        /* While hold[side] is KEPT_RELEASED: holder[side]->released<side>. */
+        LIST_FIELDS(ShmRegion, released0);
+        LIST_FIELDS(ShmRegion, released1);
 };
 
 /* Whether r is a kept channel (channel_keep.h): one with a channel_id. */

@@ -105,11 +105,31 @@ static void spare_unlink(ChannelKeeper *k, ShmRegion *r)
         k->n_spares--;
 }
 
+/* Holder `side` of r goes to state hold (KEPT_*), on its instance's list
+ * of released channels exactly while that is KEPT_RELEASED. */
+static void hold_set(ShmRegion *r, unsigned side, uint8_t hold)
+{
+        IaInstance *i = r->holder[side];
+
+        if (r->hold[side] == KEPT_RELEASED && hold != KEPT_RELEASED) {
+                if (side == 0)
+                        LIST_REMOVE(released0, i->released0, r);
+                else
+                        LIST_REMOVE(released1, i->released1, r);
+        } else if (r->hold[side] != KEPT_RELEASED && hold == KEPT_RELEASED) {
+                if (side == 0)
+                        LIST_PREPEND(released0, i->released0, r);
+                else
+                        LIST_PREPEND(released1, i->released1, r);
+        }
+        r->hold[side] = hold;
+}
+
 /* Holder `side` holds r no more: its client is no longer charged for it,
  * and the instance (which may be on its way out) is forgotten. */
 static void holder_gone(ShmRegion *r, unsigned side)
 {
-        r->hold[side] = KEPT_GONE;
+        hold_set(r, side, KEPT_GONE);
         r->holder[side]->client->shm_bytes -= r->size;
         r->holder[side] = NULL;
 }
@@ -205,7 +225,8 @@ ShmRegion *channel_keeper_take(ChannelKeeper *k, IaInstance *a, IaInstance *b)
         if (!r)
                 return NULL;
         spare_unlink(k, r);
-        r->hold[0] = r->hold[1] = KEPT_IN_USE;
+        hold_set(r, 0, KEPT_IN_USE);
+        hold_set(r, 1, KEPT_IN_USE);
         r->refs += 2;
         return r;
 }
@@ -227,7 +248,7 @@ void channel_keeper_release(ChannelKeeper *k, IaInstance *i, uint32_t channel_id
         side = channel_keeper_side(r, i);
         if (r->hold[side] != KEPT_IN_USE)
                 return;
-        r->hold[side] = KEPT_RELEASED;
+        hold_set(r, side, KEPT_RELEASED);
         if (r->doomed) {
                 tell_drop(r, side);
                 (void)maybe_free(k, r);
@@ -247,18 +268,22 @@ void channel_keeper_drop_instance(ChannelKeeper *k, IaInstance *i)
         });
 }
 
-unsigned channel_keeper_drop_spares_of(ChannelKeeper *k, Client *c)
+/* Every channel c released, spare or not: one the other holder still
+ * uses stays charged to that holder alone, which is told when it releases
+ * it; c is told now (doom tells every side that released), which takes
+ * the channel off c's lists. */
+unsigned channel_keeper_drop_released_of(ChannelKeeper *k, Client *c)
 {
         unsigned n = 0;
         IaInstance *i;
 
         LIST_FOREACH(instances, i, c->instances) {
-                while (i->spare0) {
-                        doom(k, i->spare0);
+                while (i->released0) {
+                        doom(k, i->released0);
                         n++;
                 }
-                while (i->spare1) {
-                        doom(k, i->spare1);
+                while (i->released1) {
+                        doom(k, i->released1);
                         n++;
                 }
         }

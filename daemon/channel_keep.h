@@ -13,7 +13,9 @@
  * (EV_CHANNEL_DROP, only ever after its release) is gone then.  A kept
  * region is charged to both holders' max_shm_bytes_per_client until that
  * holder is gone; spares also count against max_spare_channels_per_client
- * of both, and a spare over it is dropped instead. */
+ * of both, and a spare over it is dropped instead.  A holder that needs
+ * room has every channel it released dropped, spare or not: a peer that
+ * never releases its end must not keep it charged to the one that did. */
 #ifndef DATD_DAEMON_CHANNEL_KEEP_H
 #define DATD_DAEMON_CHANNEL_KEEP_H
 
@@ -62,9 +64,11 @@ void channel_keeper_release(ChannelKeeper *k, IaInstance *i, uint32_t channel_id
  * connection ends are gone (conn_drop_instance). */
 void channel_keeper_drop_instance(ChannelKeeper *k, IaInstance *i);
 
-/* Drops the spares of client c (to make room for a new region under
- * max_shm_bytes_per_client).  Returns how many. */
-unsigned channel_keeper_drop_spares_of(ChannelKeeper *k, Client *c);
+/* Drops every kept channel client c released, spares and ones whose other
+ * holder still uses them (to make room for a new region under
+ * max_shm_bytes_per_client: a peer that never releases must not keep
+ * them charged to c).  Returns how many. */
+unsigned channel_keeper_drop_released_of(ChannelKeeper *k, Client *c);
 
 /* What datd keeps now (datctl status): kept channels in any state, and
  * the spares among them. */

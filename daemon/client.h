@@ -31,6 +31,8 @@ struct IaInstance {
         struct Conn *conns;             /* its connection ends */
         /* Spare kept channels (channel_keep.h) where it is side 0 / side 1. */
         struct ShmRegion *spare0, *spare1;
+        /* Kept channels it released (spare or not), as side 0 / side 1. */
+        struct ShmRegion *released0, *released1;
 };
 
 struct Client {

@@ -567,14 +567,14 @@ static const char *shm_quota_refuses(const Client *cl, uint64_t more, const Limi
         return buf;
 }
 
-/* shm_quota_refuses, after cl's spare channels gave way if they would
- * make the room. */
+/* shm_quota_refuses, after the kept channels cl released (spares, and
+ * ones a peer still uses) gave way if they would make the room. */
 static const char *shm_room_refuses(ChannelKeeper *keeper, Client *cl, uint64_t more,
                                     const Limits *lim, char *buf, size_t size)
 {
         const char *why = shm_quota_refuses(cl, more, lim, buf, size);
 
-        if (why && channel_keeper_drop_spares_of(keeper, cl) > 0)
+        if (why && channel_keeper_drop_released_of(keeper, cl) > 0)
                 why = shm_quota_refuses(cl, more, lim, buf, size);
         return why;
 }

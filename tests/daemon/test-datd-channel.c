@@ -1241,6 +1241,46 @@ Test(datd_channel, kept_channel_counts_against_max_shm_bytes_until_dropped)
         stop();
 }
 
+/* PROTOCOL.md, kept channels: a channel a released is dropped for it when
+ * it needs the room, though its peer b never released its end; b, which
+ * keeps it, stays charged for it.  The channel once stayed charged to a
+ * for as long as b kept it, and b alone could thus use up a's
+ * max_shm_bytes_per_client. */
+Test(datd_channel, a_released_channel_gives_way_though_its_peer_keeps_it)
+{
+        union datp_message ch3, ch4;
+        int f3[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 }, f4[DATP_CHANNEL_MAX_FDS] = { -1, -1, -1, -1, -1 };
+        uint32_t id, c3_conn, c4_conn, refused;
+        char limits[128];
+
+        snprintf(limits, sizeof(limits), "\"max_shm_bytes_per_client\": %zu",
+                 shm_link_region_size(RING_DEFAULT) * 3 / 2);
+        start("shm", limits);
+        open_client(&c3);
+        open_client(&c4);
+        establish_with_channels(7440);
+        id = expect_new_kept();
+        disconnect_between(&b, b_conn, &a, a_conn);
+        release(&a, id);        /* b never releases its end */
+        establish_between(&a, &c3, 7441, &ca, fa, &a_conn, &ch3, f3, &c3_conn);
+        cr_expect_neq(expect_new_kept_between(&ca, &ch3), id);
+        expect_drop(&a, id);
+        cr_expect_eq(cc_no_event(&b, DATP_EV_CHANNEL_DROP, 100), 0, "b was told to drop what it uses");
+        /* b's region is still b's: no room for another. */
+        expect_listen(&c4, 7442);
+        refused = expect_connect(&b, &lo, lo_len, 7442, UINT64_MAX, NULL, 0);
+        cr_assert_eq(cc_accept(&c4, expect_request(&c4, NULL), NULL, 0, &c4_conn), DAT_SUCCESS);
+        expect_ev_conn(&b, refused, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL);
+        expect_ev_conn(&c4, c4_conn, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, NULL);
+        /* Once b releases it, b is told too, and has the room again. */
+        release(&b, id);
+        expect_drop(&b, id);
+        establish_between(&c4, &b, 7443, &ch4, f4, &c4_conn, &cb, fb, &b_conn);
+        close_fds(f3);
+        close_fds(f4);
+        stop();
+}
+
 /* ---- tcp --------------------------------------------------------------------- */
 
 /* The two sockets are the two ends of one TCP connection: what one writes
