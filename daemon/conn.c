@@ -25,6 +25,7 @@
 #include "daemon/log.h"
 #include "daemon/netif.h"
 #include "daemon/object.h"
+#include "daemon/policy.h"
 #include "libdat/shm_link.h"
 
 #define DAT_ERR(type, subtype) ((uint32_t) (DAT_CLASS_ERROR | (type) | (subtype)))
@@ -1606,6 +1607,15 @@ static void connect_negotiate(Conn *a, const struct datp_connect *req)
                 }
                 conn_log(LOG_DEBUG, a, "request sent over the CM link.");
                 cm_send_conn(link, CM_CONNECT_REQ, &msg);
+                return;
+        }
+        /* Another IA of this host is that IA's to open: datd.conf's
+         * allow_users and allow_groups hold for reaching its listeners as
+         * for IA_OPEN, or any user could reach a restricted IA through an
+         * open one. */
+        if (target != a->instance->ia && !policy_allows(target->config, &a->instance->client->peer)) {
+                conn_fail(a, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL, 0,
+                          "its user may not use the listener's IA (allow_users, allow_groups)");
                 return;
         }
         l = listener_find_qual(t, target, a->remote_conn_qual);

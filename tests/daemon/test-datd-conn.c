@@ -15,6 +15,7 @@
 
 #include "common/macro.h"
 #include "tests/daemon/bus-client.h"
+#include "tests/daemon/child.h"
 #include "tests/daemon/conn-expect.h"
 #include "tests/daemon/raw-client.h"
 #include "tests/harness.h"
@@ -813,5 +814,64 @@ Test(datd_conn, connect_timeout_too_far_to_arm_is_infinite)
         expect_request(&a, NULL);
         cr_expect_eq(cc_no_event(&b, DATP_EV_CONN, QUIET_MS), 0, "the request did not wait");
         cr_expect_neq(c1, c2);
+        stop();
+}
+
+/* datd.conf(5), allow_users: an IA's policy holds for connections to its
+ * listeners from another IA of the host as it does for IA_OPEN.  A user
+ * refused the restricted IA, connecting through an open one to the
+ * restricted IA's address, is refused NON_PEER_REJECTED, and the listener
+ * hears nothing; root still gets through. */
+#define SECURE_ADDRESS "192.0.2.2"
+
+static const char *policy_socket;
+
+/* As nobody: CONNECT through IA "open" to conn_qual 6300 at the restricted
+ * IA's address; the EV_CONN it got, or -errno. */
+static int connect_to_secure_as_child(void *arg)
+{
+        struct cc u = { .fd = -1 };
+        struct sockaddr_storage to;
+        socklen_t len = cc_addr4(&to, SECURE_ADDRESS);
+        union datp_message ev;
+        uint32_t conn;
+        long s;
+        int r;
+
+        r = cc_open(&u, policy_socket, "open");
+        if (r < 0)
+                return r;
+        s = cc_connect(&u, (struct sockaddr *) &to, len, 6300, UINT64_MAX, NULL, 0, &conn);
+        r = s != DAT_SUCCESS ? -EPROTO : cc_event(&u, DATP_EV_CONN, &ev, EV_MS);
+        cc_close(&u);
+        return r < 0 ? r : (int) ev.ev_conn.event;
+}
+
+Test(datd_conn, ia_policy_holds_for_connections_from_another_ia)
+{
+        struct sockaddr_storage to;
+        socklen_t len = cc_addr4(&to, SECURE_ADDRESS);
+        int result_fd, result = 0;
+        pid_t kid;
+
+        cr_assert_eq(datd_start(&d, "{\"verbs\": false, \"ias\": ["
+                                "{\"name\": \"secure\", \"transport\": \"shm\", \"address\": \""
+                                SECURE_ADDRESS "\", \"allow_users\": [\"daemon\"]},"
+                                "{\"name\": \"open\", \"transport\": \"shm\"}]}"), 0);
+        cr_assert_eq(cc_open(&a, d.socket_path, "secure"), 0);
+        cr_assert_eq(cc_open(&b, d.socket_path, "open"), 0);
+        expect_listen(&a, 6300);
+        policy_socket = d.socket_path;
+        kid = child_run_as(NOBODY_UID, NOGROUP_GID, connect_to_secure_as_child, NULL, 0, &result_fd);
+        cr_assert_gt(kid, 0);
+        cr_assert_eq(child_result(result_fd, 10000, &result), 0);
+        close(result_fd);
+        child_kill(&kid);
+        cr_expect_eq(result, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, "nobody's connection: %d", result);
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CONN_REQUEST, QUIET_MS), 0,
+                     "the restricted IA's listener heard of a refused user");
+        /* root may use every IA: the same connection reaches the listener. */
+        expect_connect(&b, &to, len, 6300, UINT64_MAX, NULL, 0);
+        expect_request(&a, NULL);
         stop();
 }
