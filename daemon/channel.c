@@ -111,6 +111,8 @@ ShmRegion *shm_channel_unref(ShmRegion *r)
                 return NULL;
         shm_channel_sent(r);
         close_forget(&r->memfd);
+        uid_charge_drop(&r->fd_charge[0]);
+        uid_charge_drop(&r->fd_charge[1]);
         free(r);
         return NULL;
 }

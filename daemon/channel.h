@@ -25,6 +25,7 @@
 
 #include "daemon/id_hash.h"
 #include "daemon/list.h"
+#include "daemon/uid_budget.h"
 
 struct IaInstance;
 
@@ -51,6 +52,9 @@ struct ShmRegion {
         bool sent;                      /* both ends have had their descriptors */
         size_t size;                    /* region_size */
         uint32_t ring_size;
+        /* memfd, charged to each end's uid (once if the same): given back
+         * when the region is freed, whichever client goes last. */
+        UidCharge fd_charge[2];
 
         /* Kept channels (channel_keep.h); holder[] NULL otherwise. */
         struct IaInstance *holder[2];   /* [side]: the IA instance of that end */

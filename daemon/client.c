@@ -96,6 +96,7 @@ static bool owes(const Owed *o)
 struct PendingMsg {
         PendingMsg *next;
         Owed owed;                      /* nothing: counted in n_pending */
+        UidBudget *budget;              /* charged its nfds (the client's reference) */
         unsigned nfds;
         int fds[DATP_CHANNEL_MAX_FDS];
         union datp_message msg;         /* msg.hdr.length bytes in use */
@@ -140,6 +141,7 @@ static void pending_free(PendingMsg *p)
                 return;
         for (unsigned i = 0; i < p->nfds; i++)
                 closep(&p->fds[i]);
+        uid_budget_release(p->budget, UID_FDS, p->nfds);
         free(p);
 }
 
@@ -170,6 +172,8 @@ Client *client_free(Client *c)
         peer_done(&c->peer);
         if (c->pidfd >= 0)
                 close(c->pidfd);
+        /* Last: everything above gave back what it was charged. */
+        uid_budget_unref(c->budget);
         free(c);
         return NULL;
 }
@@ -236,11 +240,19 @@ static int client_queue(Client *c, const struct datp_header *msg, const int *fds
                 return -ENOMEM;
         copy->next = NULL;
         copy->owed = *owed;
+        copy->budget = c->budget;
         copy->nfds = 0;
+        /* The duplicates stay open in datd until the client reads: a client
+         * that never does must not take the descriptors others need. */
+        if (nfds > 0 && uid_budget_charge(c->budget, UID_FDS, nfds)) {
+                free(copy);
+                return -EDQUOT;
+        }
         for (unsigned i = 0; i < nfds; i++) {
                 copy->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
                 if (copy->fds[i] < 0) {
                         r = -errno;
+                        uid_budget_release(c->budget, UID_FDS, nfds - copy->nfds);
                         pending_free(copy);
                         return r;
                 }
@@ -500,6 +512,13 @@ void client_accept(Manager *m, int fd)
                 client_free(c);
                 return;
         }
+        c->budget = uid_budget_ref(m->budgets, c->peer.uid);
+        if (!c->budget) {
+                log_oom();
+                client_free(c);
+                return;
+        }
+        c->objects.budget = c->budget;
         r = sd_event_add_io(m->event, &c->io, fd, EPOLLIN, client_on_io, c);
         if (r < 0) {
                 log_warning_errno(r, "Failed to watch a new client: %m");

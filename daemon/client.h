@@ -12,6 +12,7 @@
 #include "daemon/manager.h"
 #include "daemon/object.h"
 #include "daemon/peer.h"
+#include "daemon/uid_budget.h"
 #include "proto/datp.h"
 
 typedef struct IaInstance IaInstance;
@@ -52,7 +53,9 @@ struct Client {
         uint32_t next_ia_id;
 
         ObjectTable objects;            /* of all its IA instances; ids per connection */
-        uint32_t quota_logged;          /* bit per kind (0: max_lmr_bytes): refusal logged */
+        UidBudget *budget;              /* its uid's (a reference), what it holds charged */
+        uint32_t quota_logged;          /* bit per kind (0: max_lmr_bytes; 31:
+                                         * max_object_bytes_per_uid): refusal logged */
 
         /* Messages the socket had no room for, oldest first.  n_pending
          * counts those held against limits.max_pending_replies: all but
@@ -81,6 +84,8 @@ struct Client {
         sd_event_source *drop_source;   /* client_drop_later() pending */
         int drop_error;
 };
+
+#define UID_BUDGET_LOGGED_BIT (1u << 31)
 
 /* A new connection on the protocol socket: takes fd, and either makes it a
  * client or (over a limit) closes it. */

@@ -369,8 +369,8 @@ static const ConfigKey limit_keys[] = {
         LIMIT(max_eps, 1, 1u << 20, 4096),
         LIMIT(max_evds, 1, 1u << 20, 4096),
         LIMIT(max_pzs, 1, 1u << 16, 256),
-        LIMIT(max_lmrs, 1, 1u << 24, 65536),
-        LIMIT(max_rmrs, 1, 1u << 24, 65536),
+        LIMIT(max_lmrs, 1, 1u << 24, 16384),
+        LIMIT(max_rmrs, 1, 1u << 24, 16384),
         LIMIT(max_srqs, 1, 1u << 20, 1024),
         LIMIT(max_lmr_bytes, 1, 1ull << 50, 16ull << 30),
         /* Private data travels inside one datp message, next to its header. */
@@ -389,6 +389,14 @@ static const ConfigKey limit_keys[] = {
         /* Kept channels waiting for another connection between the same two
          * IA instances (daemon/channel_keep.h); 0: none is kept. */
         LIMIT(max_spare_channels_per_client, 0, 65536, 16),
+        /* Per uid, over all its clients: what max_clients_per_uid times a
+         * per-client limit would let one user take from everyone
+         * (daemon/uid_budget.h).  max_fds_per_uid 0: a quarter of the
+         * descriptors RLIMIT_NOFILE leaves beside datd's reserve. */
+        LIMIT(max_fds_per_uid, 0, 1u << 24, 0),
+        LIMIT(max_listeners_per_uid, 1, 1u << 24, 1024),
+        /* An object slot is 112 bytes: 64 MiB is about 600000 objects. */
+        LIMIT(max_object_bytes_per_uid, 65536, 1ull << 40, 64ull << 20),
 };
 
 static void parse_limits(ConfigParser *p, const char *jpath, json_t *v, void *field,
@@ -746,6 +754,18 @@ oom:
         return -ENOMEM;
 }
 
+/* Not an error (a small range is what tests and quiet hosts use), but worth
+ * saying: one uid may then take every conn_qual PSP_ANY can pick. */
+static void config_warn_listeners(const Config *c, const char *path)
+{
+        uint64_t span = c->conn_qual_any_max - c->conn_qual_any_min + 1;
+
+        if (c->limits.max_listeners_per_uid >= span)
+                log_warning("%s: limits.max_listeners_per_uid (%" PRIu32 ") is not below the %" PRIu64
+                            " values of conn_qual_any_range: one user can take all of them.",
+                            path, c->limits.max_listeners_per_uid, span);
+}
+
 static int config_parse_file(Config *c, FILE *f, const char *path)
 {
         ConfigParser p = { .file = path };
@@ -758,6 +778,7 @@ static int config_parse_file(Config *c, FILE *f, const char *path)
                                        error.text);
         parse_object(&p, "$", root, top_keys, ARRAY_SIZE(top_keys), c);
         json_decref(root);
+        config_warn_listeners(c, path);
         if (p.errors > 0)
                 return log_error_errno(-EINVAL, "%s: %u error(s)", path, p.errors);
         return 0;

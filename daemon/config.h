@@ -57,6 +57,11 @@ typedef struct Limits {
         uint32_t shm_ring_bytes;                  /* each direction's ring */
         uint64_t max_shm_bytes_per_client;        /* regions of its connection ends */
         uint32_t max_spare_channels_per_client;   /* kept shm channels waiting for reuse */
+        /* Per uid, over all its clients (daemon/uid_budget.h). */
+        uint32_t max_fds_per_uid;                 /* 0: a quarter of what RLIMIT_NOFILE
+                                                   * leaves beside the reserve */
+        uint32_t max_listeners_per_uid;
+        uint64_t max_object_bytes_per_uid;        /* of its clients' object tables */
 } Limits;
 
 typedef struct IAConfig {

@@ -580,6 +580,32 @@ static const char *shm_room_refuses(ChannelKeeper *keeper, Client *cl, uint64_t 
         return why;
 }
 
+/* The region's memfd stays open in datd until both ends are gone: one
+ * descriptor charged to each end's uid (once if both are the same), into
+ * ch; NULL, or why not (in buf).  The uid's spare channels give way first,
+ * as for max_shm_bytes_per_client. */
+static const char *shm_fds_take(ChannelKeeper *keeper, Client *ca, Client *cb, UidCharge ch[2],
+                                char *buf, size_t size)
+{
+        Client *who = ca;
+        const char *limit = uid_charge_take(&ch[0], ca->budget, UID_FDS, 1);
+
+        if (limit && channel_keeper_drop_spares_of(keeper, ca) > 0)
+                limit = uid_charge_take(&ch[0], ca->budget, UID_FDS, 1);
+        if (!limit && cb->budget != ca->budget) {
+                who = cb;
+                limit = uid_charge_take(&ch[1], cb->budget, UID_FDS, 1);
+                if (limit && channel_keeper_drop_spares_of(keeper, cb) > 0)
+                        limit = uid_charge_take(&ch[1], cb->budget, UID_FDS, 1);
+        }
+        if (!limit)
+                return NULL;
+        uid_charge_drop(&ch[0]);
+        snprintf(buf, size, "pid %d (uid %u) would hold another descriptor in datd: %s reached",
+                 (int) who->peer.pid, (unsigned) who->peer.uid, limit);
+        return buf;
+}
+
 /* Makes the data channel of the same-host connection a (active) - b
  * (passive), and counts it; NULL, or why it could not (in buf).  Both ends
  * on shm IAs: a shm region. */
@@ -588,6 +614,7 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
         const Limits *lim = &a->table->manager->config->limits;
         ChannelKeeper *keeper = a->table->keeper;
         Client *ca = a->instance->client, *cb = b->instance->client;
+        UidCharge fds[2] = {};
         uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
         /* The file is whole pages (shm_region_create). */
         uint64_t bytes = (shm_link_region_size(lim->shm_ring_bytes) + page - 1) / page * page;
@@ -609,15 +636,21 @@ static const char *channel_setup_local(Conn *a, Conn *b, char *buf, size_t size)
         why = shm_room_refuses(keeper, ca, ca == cb ? 2 * bytes : bytes, lim, buf, size);
         if (!why && ca != cb)
                 why = shm_room_refuses(keeper, cb, bytes, lim, buf, size);
+        if (!why)
+                why = shm_fds_take(keeper, ca, cb, fds, buf, size);
         if (why)
                 return why;
         /* Pipes for doorbells when both ends know them (channel.h). */
         k = shm_channel_new(lim->shm_ring_bytes, ca->version >= 3 && cb->version >= 3, &r);
         if (k < 0) {
+                uid_charge_drop(&fds[0]);
+                uid_charge_drop(&fds[1]);
                 snprintf(buf, size, "cannot make its shared memory region of %" PRIu64 " bytes: %s",
                          bytes, strerror(-k));
                 return buf;
         }
+        r->fd_charge[0] = fds[0];
+        r->fd_charge[1] = fds[1];
         a->shm = b->shm = r;
         a->table->counters.shm_channels_made++;
         ca->shm_bytes += r->size;
@@ -929,6 +962,7 @@ static void listener_free(Listener *l, const char *why)
                   (int) l->instance->client->peer.pid, l->instance->ia->name, l->conn_qual, why);
         l->instance->client->n_listeners--;
         t->n_listeners--;
+        uid_budget_release(l->instance->client->budget, UID_LISTENERS, 1);
         LIST_REMOVE(listeners, l->instance->listeners, l);
         id_hash_remove(&t->listeners, &l->hlink);
         CHAIN_REMOVE(&t->listener_by_qual[qual_bucket(l->instance->ia, l->conn_qual)], l, qual_next);
@@ -1452,6 +1486,12 @@ int conn_handle_listen(Client *c, const struct datp_listen *req)
                 log_info("Client %" PRIu64 " (pid %d): listen on IA %s refused: "
                          "max_listeners_per_client (%" PRIu32 ") reached.", c->id,
                          (int) c->peer.pid, i->ia->name, lim->max_listeners_per_client);
+        } else if (uid_budget_room(c->budget, UID_LISTENERS) == 0) {
+                /* Else one user's clients could hold all of conn_qual_any_range. */
+                set_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_NO_SUBTYPE), EDQUOT);
+                log_info("Client %" PRIu64 " (pid %d, uid %u): listen on IA %s refused: "
+                         "max_listeners_per_uid (%" PRIu32 ") reached.", c->id, (int) c->peer.pid,
+                         (unsigned) c->peer.uid, i->ia->name, lim->max_listeners_per_uid);
         } else if (req->kind == DATP_LISTENER_PSP_ANY && !pick_any_qual(t, i->ia, &qual)) {
                 set_status(&reply.status, DAT_ERR(DAT_CONN_QUAL_UNAVAILABLE, DAT_NO_SUBTYPE), EADDRNOTAVAIL);
                 log_info("Client %" PRIu64 " (pid %d): no free conn_qual in conn_qual_any_range on IA %s.",
@@ -1478,6 +1518,7 @@ int conn_handle_listen(Client *c, const struct datp_listen *req)
                 LIST_PREPEND(listeners, i->listeners, l);
                 c->n_listeners++;
                 t->n_listeners++;
+                (void) uid_budget_charge(c->budget, UID_LISTENERS, 1); /* room checked above */
                 reply.listener_id = l->id;
                 reply.conn_qual = qual;
                 log_debug("Client %" PRIu64 " (pid %d) listens on IA %s conn_qual %" PRIu64

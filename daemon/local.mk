@@ -20,6 +20,7 @@ daemon_datd_SOURCES = \
 	daemon/peer.c \
 	daemon/policy.c \
 	daemon/utf8.c \
+	daemon/uid_budget.c \
 	daemon/log.c
 daemon_datd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JANSSON_CFLAGS)
 daemon_datd_LDADD = proto/libdatp.la $(SYSTEMD_LIBS) $(JANSSON_LIBS)
@@ -46,6 +47,7 @@ noinst_HEADERS += \
 	daemon/object.h \
 	daemon/peer.h \
 	daemon/policy.h \
+	daemon/uid_budget.h \
 	daemon/utf8.h
 
 EXTRA_DIST += daemon/DBUS-API.md

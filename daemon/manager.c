@@ -23,6 +23,7 @@
 #include "daemon/log.h"
 #include "daemon/manager.h"
 #include "daemon/policy.h"
+#include "daemon/uid_budget.h"
 
 /* Connections taken per wakeup of the listening socket. */
 #define ACCEPT_BATCH 16
@@ -75,6 +76,8 @@ Manager *manager_free(Manager *m)
                 client_free(m->clients);
         cm_stop(m);
         m->conns = conn_table_free(m->conns);
+        /* After the clients and the connections: they hold references. */
+        m->budgets = uid_budgets_free(m->budgets);
         manager_bus_done(m);
         sd_event_source_disable_unref(m->listen_source);
         sd_event_source_disable_unref(m->accept_retry);
@@ -358,6 +361,21 @@ static void bump_nofile_limit(void)
         (void) setrlimit(RLIMIT_NOFILE, &rl);
 }
 
+/* The per-uid budgets, the descriptors' fitted to the limit just set. */
+static int manager_setup_budgets(Manager *m)
+{
+        struct rlimit rl;
+        int r;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return log_error_errno(-errno, "Failed to read RLIMIT_NOFILE: %m");
+        r = uid_budgets_new(&m->config->limits, rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : rl.rlim_cur,
+                            &m->budgets);
+        if (r < 0)
+                return log_oom();
+        return 0;
+}
+
 static uint64_t now_realtime_usec(void)
 {
         struct timespec ts;
@@ -371,6 +389,9 @@ int manager_startup(Manager *m)
         int r;
 
         bump_nofile_limit();
+        r = manager_setup_budgets(m);
+        if (r < 0)
+                return r;
         r = ia_registry_build(&m->ias, m->config);
         if (r < 0)
                 return r;

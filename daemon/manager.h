@@ -18,6 +18,7 @@
 typedef struct Client Client;
 typedef struct BusConnection BusConnection;
 typedef struct ConnTable ConnTable;
+typedef struct UidBudgets UidBudgets;
 
 /* Monotonic since start; GetCounters() lists them by these names. */
 typedef struct Counters {
@@ -38,6 +39,7 @@ typedef struct Manager {
         sd_event *event;
         IaRegistry ias;
         ConnTable *conns;            /* listeners and connections (daemon/conn.c) */
+        UidBudgets *budgets;         /* per-uid limits, made at startup (daemon/uid_budget.h) */
         /* CM links to other hosts' datds (daemon/cm.c). */
         int cm_listen_fd;
         sd_event_source *cm_listen_source;

@@ -151,7 +151,23 @@ void object_table_done(ObjectTable *t)
 {
         free(t->slots);
         free(t->ep_index);
+        uid_budget_release(t->budget, UID_OBJECT_BYTES, t->charged);
         object_table_init(t);
+}
+
+/* bytes more for the table, within its uid's budget: 0 or -EDQUOT. */
+static int table_charge(ObjectTable *t, uint64_t bytes)
+{
+        if (t->budget && uid_budget_charge(t->budget, UID_OBJECT_BYTES, bytes))
+                return -EDQUOT;
+        t->charged += bytes;
+        return 0;
+}
+
+static void table_uncharge(ObjectTable *t, uint64_t bytes)
+{
+        uid_budget_release(t->budget, UID_OBJECT_BYTES, bytes);
+        t->charged -= bytes;
 }
 
 /* ---- the EPs by handle ----------------------------------------------------
@@ -179,13 +195,18 @@ static void ep_index_put(uint32_t *index, uint32_t cap, const Object *slots, uin
 static int ep_index_reserve(ObjectTable *t)
 {
         uint32_t cap = t->ep_index_cap ? t->ep_index_cap * 2 : 64;
+        uint64_t more = (uint64_t) (cap - t->ep_index_cap) * sizeof(*t->ep_index);
         uint32_t *index;
 
         if ((uint64_t) (t->n_eps + 1) * 2 <= t->ep_index_cap)
                 return 0;
+        if (table_charge(t, more) < 0)
+                return -EDQUOT;
         index = calloc(cap, sizeof(*index));
-        if (!index)
+        if (!index) {
+                table_uncharge(t, more);
                 return -ENOMEM;
+        }
         for (uint32_t i = 0; i < t->ep_index_cap; i++)
                 if (t->ep_index[i] != 0)
                         ep_index_put(index, cap, t->slots, t->ep_index[i] - 1);
@@ -251,14 +272,23 @@ Object *object_find(ObjectTable *t, uint32_t id)
 static int object_table_grow(ObjectTable *t)
 {
         uint32_t n = t->n_allocated ? t->n_allocated : OBJECT_TABLE_MIN / 2;
+        uint64_t room = t->budget ? uid_budget_room(t->budget, UID_OBJECT_BYTES) / sizeof(Object)
+                                  : UINT64_MAX;
         Object *slots;
 
         if (t->n_allocated >= OBJECT_SLOTS_MAX)
                 return -ENOSPC;
         n = n > OBJECT_SLOTS_MAX / 2 ? OBJECT_SLOTS_MAX : n * 2;
+        /* Short of a doubling, what the budget has room for. */
+        if (n - t->n_allocated > room)
+                n = t->n_allocated + (uint32_t) room;
+        if (n == t->n_allocated || table_charge(t, (uint64_t) (n - t->n_allocated) * sizeof(Object)) < 0)
+                return -EDQUOT;
         slots = reallocarray(t->slots, n, sizeof(*slots));
-        if (!slots)
+        if (!slots) {
+                table_uncharge(t, (uint64_t) (n - t->n_allocated) * sizeof(Object));
                 return -ENOMEM;
+        }
         t->slots = slots;
         t->n_allocated = n;
         return 0;

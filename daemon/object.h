@@ -9,7 +9,11 @@
  * nothing else.  The high bits of an id count how often its slot was reused:
  * a stale id fails instead of reaching a newer object.  Each IA instance
  * links its own objects through the slots (by index, so that the array may
- * move), which lets IA_CLOSE drop exactly them. */
+ * move), which lets IA_CLOSE drop exactly them.
+ *
+ * A table never shrinks (ids stay valid), so what it takes is charged to
+ * the client's uid as it grows (max_object_bytes_per_uid), not per object:
+ * a client that made many objects and freed them still holds the slots. */
 #ifndef DATD_DAEMON_OBJECT_H
 #define DATD_DAEMON_OBJECT_H
 
@@ -54,6 +58,8 @@ typedef struct ObjectTable {
         uint32_t *ep_index;
         uint32_t ep_index_cap;
         uint32_t n_eps;
+        struct UidBudget *budget;       /* charged for slots and ep_index; NULL: none */
+        uint64_t charged;               /* bytes, given back by object_table_done() */
 } ObjectTable;
 
 /* The quota a new or changed description would break. */
@@ -65,7 +71,8 @@ typedef struct ObjectQuota {
 } ObjectQuota;
 
 void object_table_init(ObjectTable *t);
-/* Frees the slots; the objects must be gone (object_drop_instance()). */
+/* Frees the slots and gives back their charge; the objects must be gone
+ * (object_drop_instance()). */
 void object_table_done(ObjectTable *t);
 
 /* The object with this id, or NULL. */
@@ -81,8 +88,9 @@ Object *object_find_ep(ObjectTable *t, uint64_t handle);
 bool object_quota_allows(const ObjectCounts *held, const Limits *l, const struct datp_obj_desc *d,
                          const struct datp_obj_desc *old, ObjectQuota *ret);
 
-/* Adds an object of instance i (its quota checked).  -ENOMEM, or -ENOSPC
- * when the table cannot grow. */
+/* Adds an object of instance i (its quota checked).  -ENOMEM, -EDQUOT when
+ * the table would grow past its uid's max_object_bytes_per_uid, or -ENOSPC
+ * when it cannot grow. */
 int object_add(Client *c, IaInstance *i, const struct datp_obj_desc *d, uint32_t *ret_id);
 
 /* Replaces the description (kind and handle unchanged, quota checked). */

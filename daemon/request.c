@@ -219,12 +219,31 @@ static Object *find_object(Client *c, uint32_t ia_id, uint32_t obj_id, uint64_t 
         return NULL;
 }
 
+/* object_add() failed with r: its uid's budget (logged once per client:
+ * the budget frees up when another client of the uid goes, not with this
+ * one's objects), or memory. */
+static void refuse_object_add(Client *c, int r, struct datp_status *status)
+{
+        if (r != -EDQUOT) {
+                reply_status(status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY), ENOMEM);
+                return;
+        }
+        reply_status(status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY), EDQUOT);
+        if (c->quota_logged & UID_BUDGET_LOGGED_BIT)
+                return;
+        c->quota_logged |= UID_BUDGET_LOGGED_BIT;
+        log_info("Client %" PRIu64 " (pid %d, uid %u, %s): object refused: max_object_bytes_per_uid "
+                 "(%" PRIu64 ") reached.", c->id, (int) c->peer.pid, (unsigned) c->peer.uid,
+                 c->peer.comm, c->manager->config->limits.max_object_bytes_per_uid);
+}
+
 static int handle_obj_create(Client *c, const struct datp_obj_create *req)
 {
         Manager *m = c->manager;
         struct datp_obj_create_reply reply = {};
         IaInstance *instance = client_find_ia(c, req->ia_id);
         ObjectQuota quota;
+        int r;
 
         datp_header_init(&reply.hdr, DATP_OBJ_CREATE | DATP_REPLY, c->version, sizeof(reply),
                          req->hdr.request_id);
@@ -235,9 +254,8 @@ static int handle_obj_create(Client *c, const struct datp_obj_create *req)
         /* An EP's handle names it in later requests: one EP per handle. */
         else if (req->desc.kind == DATP_OBJ_EP && object_find_ep(&c->objects, req->desc.handle))
                 reply_status(&reply.status, DAT_ERR(DAT_INVALID_PARAMETER, DAT_NO_SUBTYPE), EEXIST);
-        else if (object_add(c, instance, &req->desc, &reply.obj_id) < 0)
-                reply_status(&reply.status, DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY),
-                             ENOMEM);
+        else if ((r = object_add(c, instance, &req->desc, &reply.obj_id)) < 0)
+                refuse_object_add(c, r, &reply.status);
 
         if (reply.obj_id != 0)
                 m->counters.objects_registered++;

@@ -96,3 +96,12 @@ tests_daemon_test_datd_channel_SOURCES = tests/daemon/test-datd-channel.c \
 tests_daemon_test_datd_channel_CFLAGS = $(datd_test_cflags)
 tests_daemon_test_datd_channel_LDADD = tests/libnetns.la $(datd_test_ldadd)
 endif
+
+# The per-uid limits (daemon/uid_budget.h): users as forked children.
+if HAVE_CRITERION
+check_PROGRAMS += tests/daemon/test-datd-uid-budget
+TESTS += tests/daemon/test-datd-uid-budget
+tests_daemon_test_datd_uid_budget_SOURCES = tests/daemon/test-datd-uid-budget.c
+tests_daemon_test_datd_uid_budget_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_uid_budget_LDADD = $(datd_test_ldadd)
+endif
