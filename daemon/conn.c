@@ -590,12 +590,12 @@ static const char *shm_fds_take(ChannelKeeper *keeper, Client *ca, Client *cb, U
         Client *who = ca;
         const char *limit = uid_charge_take(&ch[0], ca->budget, UID_FDS, 1);
 
-        if (limit && channel_keeper_drop_spares_of(keeper, ca) > 0)
+        if (limit && channel_keeper_drop_released_of(keeper, ca) > 0)
                 limit = uid_charge_take(&ch[0], ca->budget, UID_FDS, 1);
         if (!limit && cb->budget != ca->budget) {
                 who = cb;
                 limit = uid_charge_take(&ch[1], cb->budget, UID_FDS, 1);
-                if (limit && channel_keeper_drop_spares_of(keeper, cb) > 0)
+                if (limit && channel_keeper_drop_released_of(keeper, cb) > 0)
                         limit = uid_charge_take(&ch[1], cb->budget, UID_FDS, 1);
         }
         if (!limit)
