@@ -219,6 +219,7 @@ int manager_listen_unix(const char *path, int type, int *ret_fd)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -1;
+        mode_t old_umask;
         int r;
 
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -232,11 +233,16 @@ int manager_listen_unix(const char *path, int type, int *ret_fd)
         fd = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return log_error_errno(-errno, "Failed to create a socket: %m");
-        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return log_error_errno(-errno, "Failed to bind %s: %m", path);
         /* Anyone may connect: access is decided per request, by the peer's
-         * credentials and the policy. */
-        if (chmod(path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
+         * credentials and the policy.  bind() makes the file with that mode
+         * under the umask; a chmod() of the path afterwards would follow
+         * whatever was put there meanwhile. */
+        old_umask = umask(0111);
+        r = bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ? -errno : 0;
+        umask(old_umask);
+        if (r < 0)
+                return log_error_errno(r, "Failed to bind %s: %m", path);
+        if (listen(fd, SOMAXCONN) < 0) {
                 r = log_error_errno(-errno, "Failed to listen on %s: %m", path);
                 unlink(path);
                 return r;
@@ -340,13 +346,37 @@ static int manager_setup_listen(Manager *m)
         return 0;
 }
 
+/* Whoever may write to the runtime directory may replace datd's sockets
+ * with his own, or plant a link where datd is about to create one: the
+ * directory must be datd's (systemd's RuntimeDirectory= makes it so), and
+ * nobody else's to write, sticky bit or not. */
+static int check_runtime_dir(const char *dir)
+{
+        struct stat st;
+
+        if (lstat(dir, &st) < 0)
+                return log_error_errno(-errno, "Failed to look at the runtime directory %s: %m", dir);
+        if (!S_ISDIR(st.st_mode))
+                return log_error_errno(-ENOTDIR, "Refusing the runtime directory %s: it is not a "
+                                       "directory (a symbolic link?).", dir);
+        if (st.st_uid != geteuid())
+                return log_error_errno(-EPERM, "Refusing the runtime directory %s: it belongs to "
+                                       "uid %u, not to datd's uid %u.", dir, (unsigned) st.st_uid,
+                                       (unsigned) geteuid());
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return log_error_errno(-EPERM, "Refusing the runtime directory %s: mode %04o lets "
+                                       "others than its owner write to it.", dir,
+                                       (unsigned) (st.st_mode & 07777));
+        return 0;
+}
+
 static int mkdir_runtime_dir(const char *dir)
 {
         /* systemd's RuntimeDirectory= makes it; otherwise it is ours, 0755 so
          * that every user can reach the sockets inside. */
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return log_error_errno(-errno, "Failed to create %s: %m", dir);
-        return 0;
+        return check_runtime_dir(dir);
 }
 
 /* Up to 65536 clients plus their fds: the soft limit of 1024 that services

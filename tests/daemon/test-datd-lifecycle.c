@@ -230,6 +230,39 @@ Test(datd_lifecycle, serves_the_socket_systemd_passes)
         cr_expect(path_exists(sa.sun_path));
 }
 
+/* Whoever may write to the runtime directory could replace datd's sockets
+ * or plant a link where datd creates one: datd refuses such a directory
+ * (datd.conf(5), runtime_dir) and exits 1 naming why. */
+static void expect_runtime_dir_refused(uid_t owner, mode_t mode, const char *needle)
+{
+        const char *config = write_config(datd_test_default_config);
+        char *out = NULL;
+        int status;
+
+        snprintf(made_dir, sizeof(made_dir), "/tmp/datd-foreign-%d", (int) getpid());
+        cr_assert_eq(mkdir(made_dir, 0755), 0, "%s", strerror(errno));
+        cr_assert_eq(chown(made_dir, owner, (gid_t) -1), 0, "%s", strerror(errno));
+        cr_assert_eq(chmod(made_dir, mode), 0, "%s", strerror(errno));
+        status = run_datd((const char *const[]){ "--runtime-dir", made_dir, "--config", config,
+                                                 "--bus", "private", "--log-target", "console",
+                                                 NULL }, &out);
+        cr_expect_eq(status, 1, "datd exited with %d: %s", status, out ? out : "");
+        cr_expect(out && strstr(out, needle), "\"%s\" not in: %s", needle, out ? out : "");
+        free(out);
+}
+
+Test(datd_lifecycle, refuses_a_runtime_dir_owned_by_another_user)
+{
+        expect_runtime_dir_refused(NOBODY_UID, 0755, "belongs to uid 65534, not to datd's uid 0");
+}
+
+Test(datd_lifecycle, refuses_a_runtime_dir_others_may_write_sticky_or_not)
+{
+        expect_runtime_dir_refused(0, 0777, "mode 0777 lets others than its owner write to it");
+        rmdir(made_dir);
+        expect_runtime_dir_refused(0, 01777, "mode 1777 lets others than its owner write to it");
+}
+
 /* ---- the command line ------------------------------------------------------ */
 
 Test(datd_lifecycle, version_prints_the_package_version)
