@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,6 +474,30 @@ static const sd_bus_vtable bus_driver_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+/* Lines about connections refused or dropped: whoever connects causes them,
+ * so at most BUS_LOG_BURST per BUS_LOG_INTERVAL_USEC. */
+#define BUS_LOG_INTERVAL_USEC (UINT64_C(10) * 1000000)
+#define BUS_LOG_BURST 10
+
+static void log_bus_limited(Manager *m, int level, const char *format, ...)
+        __attribute__((format(printf, 3, 4)));
+
+static void log_bus_limited(Manager *m, int level, const char *format, ...)
+{
+        char line[256], more[64] = "";
+        unsigned held_back;
+        va_list ap;
+
+        if (log_get_max_level() < level || !ratelimit_pass(&m->bus_log_limit, &held_back))
+                return;
+        va_start(ap, format);
+        vsnprintf(line, sizeof(line), format, ap);
+        va_end(ap);
+        if (held_back > 0)
+                snprintf(more, sizeof(more), " (%u similar lines held back)", held_back);
+        log_full(level, "%s%s", line, more);
+}
+
 static BusConnection *bus_connection_free(BusConnection *c)
 {
         if (!c)
@@ -481,24 +506,75 @@ static BusConnection *bus_connection_free(BusConnection *c)
                 LIST_REMOVE(connections, c->manager->bus_connections, c);
                 c->manager->n_bus_connections--;
         }
+        sd_event_source_disable_unref(c->idle_timer);
         sd_bus_close_unref(c->bus);
         free(c);
         return NULL;
 }
 
+static uint64_t bus_connection_queued_replies(BusConnection *c)
+{
+        uint64_t n = 0;
+
+        (void) sd_bus_get_n_queued_write(c->bus, &n);
+        return n;
+}
+
 static int bus_connection_on_message(sd_bus_message *msg, void *userdata, sd_bus_error *error)
 {
         BusConnection *c = userdata;
+        Manager *m = c->manager;
+        uint64_t queued;
 
         if (sd_bus_message_is_signal(msg, "org.freedesktop.DBus.Local", "Disconnected")) {
                 log_debug("Private bus connection closed.");
                 bus_connection_free(c);
                 return 1;
         }
+        /* sd-bus keeps every reply the peer does not read (up to hundreds
+         * of thousands): a peer that calls and never reads would have datd
+         * hold gigabytes for it.  One that reads waits for each reply. */
+        queued = bus_connection_queued_replies(c);
+        if (queued >= m->config->limits.max_bus_queued_replies) {
+                log_bus_limited(m, LOG_WARNING, "Dropping private bus connection %" PRIu64 " of uid %u: "
+                                "%" PRIu64 " replies unread (max_bus_queued_replies).", c->id,
+                                (unsigned) c->uid, queued);
+                bus_connection_free(c);
+                return 1;
+        }
+        c->queued_at_idle_check = UINT64_MAX;
+        if (sd_event_source_set_time_relative(c->idle_timer,
+                                              (uint64_t) m->config->limits.bus_idle_timeout_ms * 1000) < 0)
+                log_debug("Failed to push back a bus connection's idle timeout.");
         return 0;
 }
 
-static int bus_connection_new(Manager *m, int fd)
+/* No message for bus_idle_timeout_ms: datctl and busctl make a call or two
+ * and close, so a quiet connection only holds a place others may need.
+ * One that is still being sent a reply stays while it reads. */
+static int bus_connection_on_idle(sd_event_source *s, uint64_t usec, void *userdata)
+{
+        BusConnection *c = userdata;
+        Manager *m = c->manager;
+        uint64_t queued = bus_connection_queued_replies(c);
+        int r;
+
+        if (queued > 0 && queued < c->queued_at_idle_check) {
+                c->queued_at_idle_check = queued;
+                r = sd_event_source_set_time_relative(s, (uint64_t) m->config->limits.bus_idle_timeout_ms * 1000);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                if (r >= 0)
+                        return 0;
+        }
+        log_bus_limited(m, LOG_INFO, "Closing private bus connection %" PRIu64 " of uid %u: idle for "
+                        "%" PRIu32 " ms (bus_idle_timeout_ms).", c->id, (unsigned) c->uid,
+                        m->config->limits.bus_idle_timeout_ms);
+        bus_connection_free(c);
+        return 0;
+}
+
+static int bus_connection_new(Manager *m, int fd, uid_t uid)
 {
         BusConnection *c = calloc(1, sizeof(*c));
         int r;
@@ -507,6 +583,8 @@ static int bus_connection_new(Manager *m, int fd)
                 close(fd);
                 return log_oom();
         }
+        c->uid = uid;
+        c->queued_at_idle_check = UINT64_MAX;
         r = sd_bus_new(&c->bus);
         if (r < 0) {
                 close(fd);
@@ -528,6 +606,10 @@ static int bus_connection_new(Manager *m, int fd)
         if (r >= 0)
                 r = bus_publish(m, c->bus);
         if (r >= 0)
+                r = sd_event_add_time_relative(m->event, &c->idle_timer, CLOCK_MONOTONIC,
+                                               (uint64_t) m->config->limits.bus_idle_timeout_ms * 1000,
+                                               0, bus_connection_on_idle, c);
+        if (r >= 0)
                 r = sd_bus_start(c->bus);
         if (r < 0)
                 goto fail;
@@ -541,37 +623,64 @@ fail:
         return log_warning_errno(r, "Failed to set up a private bus connection: %m");
 }
 
+static uint32_t bus_connections_of_uid(Manager *m, uid_t uid)
+{
+        const BusConnection *c;
+        uint32_t n = 0;
+
+        LIST_FOREACH(connections, c, m->bus_connections)
+                if (c->uid == uid)
+                        n++;
+        return n;
+}
+
+/* NULL if peer may have one more connection, else why not.  Root is never
+ * refused: whoever fills the socket must not lock out the administrator. */
+static const char *bus_refusal(Manager *m, const Peer *peer)
+{
+        const Limits *l = &m->config->limits;
+
+        if (peer->uid == 0)
+                return NULL;
+        if (!manager_peer_may_administer(m, peer))
+                return "not allowed by the policy";
+        if (m->n_bus_connections >= l->max_bus_connections)
+                return "max_bus_connections reached";
+        if (bus_connections_of_uid(m, peer->uid) >= l->max_bus_connections_per_uid)
+                return "max_bus_connections_per_uid reached";
+        return NULL;
+}
+
 static int manager_on_bus_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
         Manager *m = userdata;
         _cleanup_close_ int cfd = -1;
+        const char *refusal;
         Peer peer;
         int r;
 
         cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (cfd < 0) {
-                if (errno != EAGAIN && errno != EINTR)
+                if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                        log_bus_limited(m, LOG_WARNING, "Failed to accept a bus connection: %s",
+                                        strerror(errno));
+                        manager_pause_accepting(m, m->bus_listen_source, &m->bus_accept_retry);
+                } else if (errno != EAGAIN && errno != EINTR)
                         log_debug_errno(errno, "Failed to accept a bus connection: %m");
-                return 0;
-        }
-        if (m->n_bus_connections >= m->config->limits.max_bus_connections) {
-                log_warning("Refusing a private bus connection: max_bus_connections (%u) reached.",
-                            m->config->limits.max_bus_connections);
                 return 0;
         }
         r = peer_identify(cfd, &peer);
         if (r < 0) {
-                log_warning_errno(r, "Failed to identify a bus peer: %m");
+                log_bus_limited(m, LOG_WARNING, "Failed to identify a bus peer: %s", strerror(-r));
                 return 0;
         }
-        if (!manager_peer_may_administer(m, &peer)) {
-                log_notice("Refusing a private bus connection from pid %d uid %u: not allowed by the policy.",
-                           (int) peer.pid, (unsigned) peer.uid);
-                peer_done(&peer);
-                return 0;
-        }
+        refusal = bus_refusal(m, &peer);
+        if (refusal)
+                log_bus_limited(m, LOG_NOTICE, "Refusing a private bus connection from pid %d uid %u: %s.",
+                                (int) peer.pid, (unsigned) peer.uid, refusal);
+        else
+                (void) bus_connection_new(m, TAKE_FD(cfd), peer.uid);
         peer_done(&peer);
-        (void) bus_connection_new(m, TAKE_FD(cfd));
         return 0;
 }
 
@@ -579,6 +688,7 @@ static int manager_listen_private_bus(Manager *m)
 {
         int r;
 
+        m->bus_log_limit = RATELIMIT_INIT(BUS_LOG_INTERVAL_USEC, BUS_LOG_BURST);
         r = sd_id128_randomize(&m->bus_server_id);
         if (r < 0)
                 return log_error_errno(r, "Failed to make a D-Bus server id: %m");
@@ -622,6 +732,7 @@ void manager_bus_done(Manager *m)
                 bus_connection_free(m->bus_connections);
         m->system_bus = sd_bus_flush_close_unref(m->system_bus);
         m->bus_listen_source = sd_event_source_disable_unref(m->bus_listen_source);
+        m->bus_accept_retry = sd_event_source_disable_unref(m->bus_accept_retry);
         if (m->bus_listen_fd >= 0) {
                 close(m->bus_listen_fd);
                 unlink(m->bus_socket_path);

@@ -17,7 +17,13 @@
 struct BusConnection {
         Manager *manager;
         uint64_t id;                    /* its unique name is ":1.<id>" */
+        uid_t uid;                      /* the peer's, for max_bus_connections_per_uid */
         sd_bus *bus;
+        /* limits.bus_idle_timeout_ms after the last message it sent. */
+        sd_event_source *idle_timer;
+        /* Replies waiting to be written when the timer last fired, to see
+         * whether the peer reads them; UINT64_MAX after it sent something. */
+        uint64_t queued_at_idle_check;
         LIST_FIELDS(BusConnection, connections);
 };
 

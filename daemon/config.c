@@ -365,7 +365,11 @@ static const ConfigKey limit_keys[] = {
         LIMIT(max_ias_per_client, 1, 1024, 16),
         LIMIT(max_pending_replies, 1, 65536, 1024),
         LIMIT(max_protocol_errors, 1, 1000, 8),
+        /* The private D-Bus socket (daemon/bus.c). */
         LIMIT(max_bus_connections, 1, 1024, 64),
+        LIMIT(max_bus_connections_per_uid, 1, 1024, 8),
+        LIMIT(max_bus_queued_replies, 1, 1024, 4),
+        LIMIT(bus_idle_timeout_ms, 100, 3600000, 60000),
         LIMIT(max_eps, 1, 1u << 20, 4096),
         LIMIT(max_evds, 1, 1u << 20, 4096),
         LIMIT(max_pzs, 1, 1u << 16, 256),

@@ -37,7 +37,13 @@ typedef struct Limits {
         uint32_t max_ias_per_client;
         uint32_t max_pending_replies;
         uint32_t max_protocol_errors;
+        /* The private D-Bus socket (daemon/bus.c): connections in all, per
+         * user (root is never refused), replies a connection may leave
+         * unread before it is dropped, and how long one may stay idle. */
         uint32_t max_bus_connections;
+        uint32_t max_bus_connections_per_uid;
+        uint32_t max_bus_queued_replies;
+        uint32_t bus_idle_timeout_ms;
         uint32_t max_eps;
         uint32_t max_evds;
         uint32_t max_pzs;

@@ -19,6 +19,7 @@ daemon_datd_SOURCES = \
 	daemon/netif.c \
 	daemon/peer.c \
 	daemon/policy.c \
+	daemon/ratelimit.c \
 	daemon/utf8.c \
 	daemon/uid_budget.c \
 	daemon/log.c
@@ -47,6 +48,7 @@ noinst_HEADERS += \
 	daemon/object.h \
 	daemon/peer.h \
 	daemon/policy.h \
+	daemon/ratelimit.h \
 	daemon/uid_budget.h \
 	daemon/utf8.h
 

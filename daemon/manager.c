@@ -253,25 +253,23 @@ int manager_listen_unix(const char *path, int type, int *ret_fd)
 
 static int manager_on_accept_retry(sd_event_source *s, uint64_t usec, void *userdata)
 {
-        Manager *m = userdata;
+        sd_event_source *listen_source = userdata;
 
-        return sd_event_source_set_enabled(m->listen_source, SD_EVENT_ON);
+        return sd_event_source_set_enabled(listen_source, SD_EVENT_ON);
 }
 
-/* Out of descriptors the socket stays readable: rest a little instead of
- * spinning on accept(). */
-static void manager_pause_accepting(Manager *m)
+void manager_pause_accepting(Manager *m, sd_event_source *listen_source, sd_event_source **retry)
 {
         int r;
 
-        r = sd_event_source_set_enabled(m->listen_source, SD_EVENT_OFF);
-        if (r >= 0 && m->accept_retry)
-                r = sd_event_source_set_time_relative(m->accept_retry, ACCEPT_RETRY_USEC);
-        if (r >= 0 && m->accept_retry)
-                r = sd_event_source_set_enabled(m->accept_retry, SD_EVENT_ONESHOT);
+        r = sd_event_source_set_enabled(listen_source, SD_EVENT_OFF);
+        if (r >= 0 && *retry)
+                r = sd_event_source_set_time_relative(*retry, ACCEPT_RETRY_USEC);
+        if (r >= 0 && *retry)
+                r = sd_event_source_set_enabled(*retry, SD_EVENT_ONESHOT);
         else if (r >= 0)
-                r = sd_event_add_time_relative(m->event, &m->accept_retry, CLOCK_MONOTONIC,
-                                               ACCEPT_RETRY_USEC, 0, manager_on_accept_retry, m);
+                r = sd_event_add_time_relative(m->event, retry, CLOCK_MONOTONIC, ACCEPT_RETRY_USEC,
+                                               0, manager_on_accept_retry, listen_source);
         if (r < 0)
                 log_warning_errno(r, "Failed to schedule accepting again: %m");
 }
@@ -291,7 +289,7 @@ static int manager_on_listen(sd_event_source *s, int fd, uint32_t revents, void 
                         return 0;
                 if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                         log_warning_errno(errno, "Failed to accept a client: %m");
-                        manager_pause_accepting(m);
+                        manager_pause_accepting(m, m->listen_source, &m->accept_retry);
                         return 0;
                 }
                 /* ECONNABORTED and friends: that one connection is gone. */

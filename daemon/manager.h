@@ -14,6 +14,7 @@
 #include "daemon/host_addrs.h"
 #include "daemon/ia.h"
 #include "daemon/peer.h"
+#include "daemon/ratelimit.h"
 
 typedef struct Client Client;
 typedef struct BusConnection BusConnection;
@@ -69,6 +70,8 @@ typedef struct Manager {
         sd_bus *system_bus;
         int bus_listen_fd;
         sd_event_source *bus_listen_source;
+        sd_event_source *bus_accept_retry;
+        RateLimit bus_log_limit;     /* lines about refused and dropped bus connections */
         BusConnection *bus_connections;
         uint32_t n_bus_connections;
         uint64_t next_bus_connection_id;
@@ -103,6 +106,11 @@ uint32_t manager_clients_of_uid(Manager *m, uid_t uid);
 /* May this peer use the private D-Bus socket: root, or a user the policy
  * admits to at least one IA. */
 bool manager_peer_may_administer(Manager *m, const Peer *peer);
+
+/* Out of descriptors (or memory), a listening socket stays readable: its
+ * source rests a little, re-enabled by the one-shot timer *retry (made on
+ * first use), instead of spinning on accept(). */
+void manager_pause_accepting(Manager *m, sd_event_source *listen_source, sd_event_source **retry);
 
 /* Binds a listening AF_UNIX socket of the given type at path (replacing a
  * stale socket, refusing if something still answers there), mode 0666. */

@@ -14,6 +14,7 @@ datd_tests = \
 	tests/daemon/test-datd-protocol \
 	tests/daemon/test-datd-hostile \
 	tests/daemon/test-datd-bus \
+	tests/daemon/test-datd-bus-limits \
 	tests/daemon/test-datd-objects \
 	tests/daemon/test-datd-utf8 \
 	tests/daemon/test-datd-host-addrs
@@ -39,6 +40,10 @@ tests_daemon_test_datd_hostile_LDADD = $(datd_test_ldadd)
 tests_daemon_test_datd_bus_SOURCES = tests/daemon/test-datd-bus.c
 tests_daemon_test_datd_bus_CFLAGS = $(datd_test_cflags)
 tests_daemon_test_datd_bus_LDADD = $(datd_test_ldadd)
+
+tests_daemon_test_datd_bus_limits_SOURCES = tests/daemon/test-datd-bus-limits.c
+tests_daemon_test_datd_bus_limits_CFLAGS = $(datd_test_cflags)
+tests_daemon_test_datd_bus_limits_LDADD = $(datd_test_ldadd)
 
 tests_daemon_test_datd_objects_SOURCES = tests/daemon/test-datd-objects.c
 tests_daemon_test_datd_objects_CFLAGS = $(datd_test_cflags)

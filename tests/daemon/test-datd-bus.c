@@ -407,24 +407,6 @@ Test(datd_bus, the_private_socket_serves_users_the_policy_admits)
         stop();
 }
 
-Test(datd_bus, max_bus_connections_is_enforced)
-{
-        sd_bus *second = NULL, *third = NULL;
-
-        start("{\"verbs\": false, \"ias\": [{\"name\": \"shm\", \"transport\": \"shm\"}],"
-              " \"limits\": {\"max_bus_connections\": 2}}");
-        cr_assert_eq(bus_client_open(d.bus_address, &second), 0);
-        cr_expect_lt(bus_client_open(d.bus_address, &third), 0, "a third connection was served");
-        /* A closed connection frees its place. */
-        second = sd_bus_flush_close_unref(second);
-        for (int i = 0; i < 500 && !third; i++)
-                if (bus_client_open(d.bus_address, &third) < 0)
-                        usleep(10000);
-        cr_expect_not_null(third, "no place freed");
-        sd_bus_flush_close_unref(third);
-        stop();
-}
-
 Test(datd_bus, garbage_on_the_bus_socket_is_harmless)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
