@@ -12,16 +12,20 @@
 #include "common/macro.h"
 #include "datctl.h"
 
-/* The same bound sd-bus puts on a method call: a datd that accepted the
- * connection but never answers is reported, not waited for forever. */
-#define DATD_BUS_TIMEOUT_USEC (UINT64_C(25) * 1000000)
-
 static uint64_t now_monotonic_usec(void)
 {
         struct timespec ts;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* What is left of the run's time; 0 once it is over. */
+static uint64_t usec_left(uint64_t deadline)
+{
+        uint64_t now = now_monotonic_usec();
+
+        return now < deadline ? deadline - now : 0;
 }
 
 /* D-Bus address values: these bytes may stand as they are, every other
@@ -54,12 +58,10 @@ char *datd_bus_address_for_dir(const char *runtime_dir)
 /* Drives the connection until it can carry calls (authenticated, and Hello
  * answered when we sent one), so that every reason for not reaching datd
  * surfaces here rather than as a failed method call. */
-static int bus_wait_ready(sd_bus *bus)
+static int bus_wait_ready(sd_bus *bus, uint64_t deadline)
 {
-        uint64_t deadline = now_monotonic_usec() + DATD_BUS_TIMEOUT_USEC;
-
         for (;;) {
-                uint64_t now;
+                uint64_t left;
                 int r;
 
                 r = sd_bus_is_ready(bus);
@@ -70,20 +72,23 @@ static int bus_wait_ready(sd_bus *bus)
                         return r;
                 if (r > 0)
                         continue;
-                now = now_monotonic_usec();
-                if (now >= deadline)
+                left = usec_left(deadline);
+                if (left == 0)
                         return -ETIMEDOUT;
-                r = sd_bus_wait(bus, deadline - now);
+                r = sd_bus_wait(bus, left);
                 if (r < 0)
                         return r;
         }
 }
 
 /* *connected tells the caller whether the socket connection itself worked,
- * i.e. whether trying again without Hello can make a difference. */
-static int bus_open_address(const char *address, bool bus_client, sd_bus **ret, bool *connected)
+ * i.e. whether trying again without Hello can make a difference.  A failed
+ * connection is closed without flushing: sd_bus_flush() would wait for the
+ * authentication a stopped datd never answers (sd-bus allows it 90 s). */
+static int bus_open_address(const char *address, bool bus_client, uint64_t deadline, sd_bus **ret,
+                            bool *connected)
 {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
         int r;
 
         *connected = false;
@@ -103,7 +108,7 @@ static int bus_open_address(const char *address, bool bus_client, sd_bus **ret, 
         if (r < 0)
                 return r;
         *connected = true;
-        r = bus_wait_ready(bus);
+        r = bus_wait_ready(bus, deadline);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(bus);
@@ -120,13 +125,14 @@ static int bus_connect_address(struct datd_bus *b, const char *address)
                 datctl_error("out of memory");
                 return -ENOMEM;
         }
-        r = bus_open_address(address, true, &b->bus, &connected);
+        r = bus_open_address(address, true, b->deadline_usec, &b->bus, &connected);
         /* A peer that does not answer Hello (a datd whose private socket is
          * plain peer-to-peer) refuses it with an error reply or hangs up:
-         * talk to it without Hello.  The error worth reporting is then the
-         * one from that second attempt. */
-        if (r < 0 && connected)
-                r = bus_open_address(address, false, &b->bus, &connected);
+         * talk to it without Hello.  A peer that said nothing in time is not
+         * asked again.  The error worth reporting is then the one from that
+         * second attempt. */
+        if (r < 0 && r != -ETIMEDOUT && connected)
+                r = bus_open_address(address, false, b->deadline_usec, &b->bus, &connected);
         if (r < 0)
                 datctl_error("cannot reach datd %s: %s", b->where, strerror(-r));
         return r;
@@ -143,14 +149,16 @@ static int bus_connect_runtime_dir(struct datd_bus *b, const char *runtime_dir)
         return bus_connect_address(b, address);
 }
 
-static int bus_name_has_owner(sd_bus *bus)
+static int bus_name_has_owner(sd_bus *bus, uint64_t deadline)
 {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r, has_owner;
 
-        r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                               "org.freedesktop.DBus", "NameHasOwner", NULL, &reply,
-                               "s", DATD_BUS_NAME);
+        r = sd_bus_set_method_call_timeout(bus, usec_left(deadline) ?: 1);
+        if (r >= 0)
+                r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "NameHasOwner", NULL, &reply,
+                                       "s", DATD_BUS_NAME);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(reply, "b", &has_owner);
@@ -163,12 +171,12 @@ static int bus_name_has_owner(sd_bus *bus)
  * bus or datd is not on it (not an error: datctl looks further). */
 static int bus_connect_system(struct datd_bus *b, bool only_if_owned)
 {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_close_unrefp) sd_bus *bus = NULL;
         int r;
 
         r = sd_bus_open_system(&bus);
         if (r >= 0 && only_if_owned)
-                r = bus_name_has_owner(bus);
+                r = bus_name_has_owner(bus, b->deadline_usec);
         if (only_if_owned && r <= 0)
                 return 0;
         if (r < 0) {
@@ -194,6 +202,8 @@ int datd_bus_connect(const struct datd_bus_target *target, struct datd_bus **ret
                 datctl_error("out of memory");
                 return -ENOMEM;
         }
+        b->deadline_usec = now_monotonic_usec() +
+                           (target->timeout_usec ? target->timeout_usec : DATD_BUS_TIMEOUT_USEC);
         if (target->system)
                 r = bus_connect_system(b, false);
         else if (target->address)
@@ -217,7 +227,8 @@ struct datd_bus *datd_bus_free(struct datd_bus *b)
 {
         if (!b)
                 return NULL;
-        sd_bus_flush_close_unref(b->bus);
+        /* Every call waited for its reply: nothing is left to flush. */
+        sd_bus_close_unref(b->bus);
         free(b->where);
         free(b);
         return NULL;
@@ -256,7 +267,10 @@ static int bus_call(struct datd_bus *b, const char *interface, const char *metho
                 datctl_error("cannot build the %s call: %s", what, strerror(-r));
                 return r;
         }
-        r = sd_bus_call(b->bus, m, 0, &error, reply);
+        /* 0 would mean sd-bus's own 25 s: the run's time is up. */
+        r = usec_left(b->deadline_usec) > 0
+                    ? sd_bus_call(b->bus, m, usec_left(b->deadline_usec), &error, reply)
+                    : -ETIMEDOUT;
         if (r < 0) {
                 report_call_error(b, what, &error, r);
                 return r;

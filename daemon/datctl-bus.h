@@ -19,6 +19,7 @@
 #define DATD_DAEMON_DATCTL_BUS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <systemd/sd-bus.h>
 
@@ -33,11 +34,18 @@ struct datd_bus_target {
         const char *address;
         const char *runtime_dir;
         bool system;
+        uint64_t timeout_usec;  /* for everything datctl does; 0: DATD_BUS_TIMEOUT_USEC */
 };
+
+/* The same bound sd-bus puts on a method call, here on the whole run: a
+ * datd that accepted the connection but never answers is reported, not
+ * waited for forever. */
+#define DATD_BUS_TIMEOUT_USEC (UINT64_C(25) * 1000000)
 
 struct datd_bus {
         sd_bus *bus;
         char *where;            /* "at ADDRESS" or "on the system bus", for messages */
+        uint64_t deadline_usec; /* CLOCK_MONOTONIC: connecting and every call end by then */
 };
 
 /* The D-Bus address of DIR/bus.sock, with DIR escaped as D-Bus addresses
@@ -46,7 +54,8 @@ char *datd_bus_address_for_dir(const char *runtime_dir);
 
 /* Connects to datd as described above and waits until the connection is
  * usable, so that "datd is not there" is reported here, once:
- * "cannot reach datd at ADDRESS: REASON". */
+ * "cannot reach datd at ADDRESS: REASON".  The target's timeout starts
+ * here and bounds the calls that follow too. */
 int datd_bus_connect(const struct datd_bus_target *target, struct datd_bus **ret);
 
 /* Accepts NULL; returns NULL. */

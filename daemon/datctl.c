@@ -99,6 +99,8 @@ static void print_help(void)
                "     --runtime-dir=DIR Connect to the datd whose runtime directory is DIR,\n"
                "                       through its socket DIR/bus.sock\n"
                "     --system          Connect to datd on the system bus (org.datd.Datd1)\n"
+               "     --timeout=SECONDS Give up if datd has not answered everything by then\n"
+               "                       (default 25)\n"
                "\n"
                "Without --address, --runtime-dir or --system, datctl connects to\n"
                "$DATD_BUS_ADDRESS if it is set, else to the system bus if datd is registered\n"
@@ -129,7 +131,24 @@ enum {
         ARG_ADDRESS,
         ARG_RUNTIME_DIR,
         ARG_SYSTEM,
+        ARG_TIMEOUT,
 };
+
+/* --timeout: seconds, fractions allowed, up to an hour. */
+static int parse_timeout(const char *s, uint64_t *ret_usec)
+{
+        char *end;
+        double seconds;
+
+        errno = 0;
+        seconds = strtod(s, &end);
+        if (errno != 0 || end == s || *end != '\0' || !(seconds > 0) || seconds > 3600)
+                return usage_error("--timeout=%s is not a number of seconds from 0 to 3600", s);
+        *ret_usec = (uint64_t)(seconds * 1e6);
+        if (*ret_usec == 0)
+                *ret_usec = 1;
+        return 0;
+}
 
 /* Returns 1 to go on, 0 when the work is done (--help), -EINVAL on a usage
  * error (reported). */
@@ -144,6 +163,7 @@ static int parse_args(int argc, char **argv, struct datctl_args *args)
                 { "address", required_argument, NULL, ARG_ADDRESS },
                 { "runtime-dir", required_argument, NULL, ARG_RUNTIME_DIR },
                 { "system", no_argument, NULL, ARG_SYSTEM },
+                { "timeout", required_argument, NULL, ARG_TIMEOUT },
                 {}
         };
         int c, n_targets;
@@ -181,6 +201,10 @@ static int parse_args(int argc, char **argv, struct datctl_args *args)
                         break;
                 case ARG_SYSTEM:
                         args->target.system = true;
+                        break;
+                case ARG_TIMEOUT:
+                        if (parse_timeout(optarg, &args->target.timeout_usec) < 0)
+                                return -EINVAL;
                         break;
                 default:
                         fputs("Try 'datctl --help' for more information.\n", stderr);

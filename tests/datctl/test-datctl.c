@@ -949,6 +949,28 @@ Test(datctl, stopped_datd_is_reported_with_exit_1)
         cr_assert_eq(strncmp(out, expected, strlen(expected)), 0, "%s", out);
 }
 
+/* datctl(8), --timeout: a datd that takes the connection and never answers
+ * (stopped, hung) is given up on when the time is over, not after sd-bus's
+ * own timeouts (90 s to authenticate) one after another. */
+Test(datctl, a_datd_that_never_answers_is_given_up_on_at_the_timeout)
+{
+        _cleanup_free_ char *address = address_arg(), *out = NULL, *expected = NULL;
+
+        cr_assert_eq(kill(datd.pid, SIGSTOP), 0);
+        out = datctl_run_expect(1, "--timeout=1", address, "status", NULL);
+        kill(datd.pid, SIGCONT);
+        cr_assert_geq(asprintf(&expected, "datctl: cannot reach datd at %s: Connection timed out\n",
+                               datd.bus_address), 0);
+        cr_expect_str_eq(out, expected);
+}
+
+Test(datctl_cli, a_timeout_that_is_no_number_of_seconds_is_a_usage_error)
+{
+        _cleanup_free_ char *out = datctl_run_expect(2, "--timeout=0", "status", NULL);
+
+        cr_expect_not_null(strstr(out, "--timeout=0 is not a number of seconds"), "%s", out);
+}
+
 /* ---- without datd ---------------------------------------------------------------- */
 
 /* A runtime directory whose bus.sock nobody listens on. */
