@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/config.h"
+#include "daemon/ia.h"
 #include "daemon/log.h"
 #include "daemon/manager.h"
 
@@ -124,6 +125,22 @@ static int apply_arguments(Config *c, const Arguments *a)
         return 0;
 }
 
+/* --check-config: what startup would refuse, short of binding anything.
+ * Addresses and interfaces are only resolved against this host's when the
+ * IAs are built, so they are built here too, and thrown away. */
+static int check_config(const Config *config)
+{
+        IaRegistry ias = {};
+        int r;
+
+        r = ia_registry_build(&ias, config);
+        ia_registry_done(&ias);
+        if (r < 0)
+                return r;
+        printf("%s: OK\n", config->path ? config->path : "built-in defaults");
+        return 0;
+}
+
 int main(int argc, char *argv[])
 {
         Arguments a = { .log_level = -1, .bus = -1, .log_target = LOG_TARGET_AUTO };
@@ -144,9 +161,9 @@ int main(int argc, char *argv[])
         if (r < 0)
                 return EXIT_FAILURE;
         if (a.check_config) {
-                printf("%s: OK\n", config->path ? config->path : "built-in defaults");
+                r = check_config(config);
                 config_free(config);
-                return EXIT_SUCCESS;
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
         r = apply_arguments(config, &a);
         if (r < 0) {

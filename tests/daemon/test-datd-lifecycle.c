@@ -319,6 +319,30 @@ static void expect_config_error(const char *json, const char *needle)
         free(out);
 }
 
+/* --check-config says OK only to what datd would start with: an IA address
+ * is looked for on this host's interfaces as at startup, with the same
+ * message when it is on none (192.0.2.0/24 is TEST-NET-1). */
+Test(datd_lifecycle, check_config_refuses_an_address_on_no_interface_as_startup_does)
+{
+        static const char json[] = "{\"verbs\": false, \"ias\": [{\"name\": \"tcp\", \"transport\":"
+                                   " \"tcp\", \"address\": \"192.0.2.77\"}]}";
+        static const char message[] = "IA tcp: address 192.0.2.77 is on no interface of this host.";
+        char *out = NULL, dir[SCRATCH_PATH_MAX];
+        int r = check_config(json, &out);
+
+        cr_expect_eq(r, 1, "exit %d: %s", r, out);
+        cr_expect_not_null(strstr(out, message), "%s", out);
+        free(out);
+        out = NULL;
+        cr_assert_not_null(scratch_path("datd.sock", dir));
+        *strrchr(dir, '/') = '\0';
+        r = run_datd((const char *const[]){ "--config", write_config(json), "--runtime-dir", dir,
+                                            "--bus", "none", "--log-target", "console", NULL }, &out);
+        cr_expect_eq(r, 1, "exit %d: %s", r, out);
+        cr_expect_not_null(strstr(out, message), "%s", out);
+        free(out);
+}
+
 /* datd.conf(5): shm_ring_bytes is a power of two from 4096 to 64 MiB. */
 Test(datd_lifecycle, check_config_checks_shm_ring_bytes)
 {
