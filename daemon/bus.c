@@ -261,16 +261,22 @@ static void append_listener(const ListenerInfo *l, void *userdata)
 static void append_connection(const ConnInfo *c, void *userdata)
 {
         struct list_ctx *ctx = userdata;
+        /* An IPv6 link-local address carries its interface's name, the
+         * kernel's bytes, as in ListIAs. */
+        char local[UTF8_SANITIZED_SIZE(SOCKADDR_STRING_MAX)];
+        char remote[UTF8_SANITIZED_SIZE(SOCKADDR_STRING_MAX)];
 
         if (ctx->r < 0)
                 return;
+        utf8_sanitize(c->local_address, local, sizeof(local));
+        utf8_sanitize(c->remote_address, remote, sizeof(remote));
         ctx->r = count_row(&ctx->bytes, CONNECTION_STRUCT,
-                           (const char *const[]) { c->command, c->ia, c->role, c->local_address,
-                                                   c->remote_address, c->state });
+                           (const char *const[]) { c->command, c->ia, c->role, local, remote,
+                                                   c->state });
         if (ctx->r >= 0)
                 ctx->r = sd_bus_message_append(ctx->reply, "(" CONNECTION_STRUCT ")", c->id,
                                                c->client_id, (uint32_t) c->pid, c->command, c->ia,
-                                               c->role, c->local_address, c->remote_address,
+                                               c->role, local, remote,
                                                c->remote_conn_qual, c->state, c->age_usec,
                                                c->bytes_sent, c->bytes_received,
                                                (uint32_t) c->peer_pid, c->shm_bytes);
