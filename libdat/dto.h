@@ -258,6 +258,10 @@ bool dto_ep_break(struct ep *ep, const char *why);
  * others stay posted, in theirs. */
 void dto_ep_pz_changed(struct ep *ep);
 
+/* The most segments a Receive posted to the EP (and not completed) has: 0
+ * with none.  dat_ep_modify keeps max_recv_iov at or above it. */
+DAT_COUNT dto_ep_posted_recv_segments(struct ep *ep);
+
 /* ---- the EVD's side (evd_ring.c) ----------------------------------------- */
 
 /* The consumer took an event: a receive completion of an SRQ's buffer

@@ -180,21 +180,24 @@ struct dto_ep {
          * the arithmetic, and a ring size that does not divide 2^32 would
          * map the counters' wrap onto the wrong slots.  [head, tail)
          * posted and not delivered; tx_next the next to write; resp_next
-         * the oldest waiting for its response.  req_iov holds req_iov_max
-         * local segments per entry (dto_req_slot). */
+         * the oldest waiting for its response.  req_iov holds
+         * req_iov_stride local segments per entry (dto_req_slot), at least
+         * req_iov_max, the most a post may give (dto_queues.c says when
+         * they differ). */
         struct dto_req *req;
         DAT_LMR_TRIPLET *req_iov;
-        uint32_t req_cap, req_mask, req_iov_max;
+        uint32_t req_cap, req_mask, req_iov_max, req_iov_stride;
         uint32_t head, tail, tx_next, resp_next;
         uint32_t next_seq;              /* our requests' numbers */
         uint32_t reads_in_flight;       /* READs started, not done (BARRIER_FENCE) */
 
         /* Receive queue (no SRQ): at most recv_cap (max_recv_dtos) in a
          * ring of recv_mask + 1, a power of two; rq_iov holds
-         * recv_iov_max triplets per entry. */
+         * recv_iov_stride triplets per entry, at least recv_iov_max, the
+         * most a post may give. */
         struct dto_recv *rq;
         DAT_LMR_TRIPLET *rq_iov;
-        uint32_t recv_cap, recv_mask, recv_iov_max;
+        uint32_t recv_cap, recv_mask, recv_iov_max, recv_iov_stride;
         uint32_t rq_head, rq_count;
 
         /* Responses owed: ring of resp_cap, a power of two. */
@@ -303,14 +306,29 @@ struct dto_ep {
         uint64_t work_frames;
 };
 
+/* ---- dto_queues.c -------------------------------------------------------- */
+
+/* Sizes d's queues and sets their limits for attributes a, keeping what is
+ * posted, in order (dto_queues.c).  -ENOMEM leaves the queues usable, a
+ * limit perhaps the old one.  Under lock. */
+int dto_queues_fit(struct dto_ep *d, const DAT_EP_ATTR *a);
+
+/* Frees the queues' memory (with the EP's data path). */
+void dto_queues_free(struct dto_ep *d);
+
+/* Moves the receive at ring slot `from` to slot `to`, with its segments
+ * (each slot has its own in rq_iov).  Under lock. */
+void dto_recv_move(struct dto_ep *d, uint32_t from, uint32_t to);
+
 /* ---- dto_ep.c ------------------------------------------------------------ */
 
 /* The EP's data path, made on first use and sized for the EP's
  * attributes; NULL on ENOMEM. */
 struct dto_ep *dto_ep_get(struct ep *ep);
 
-/* Whether d's queues are sized for attributes a (else dto_ep_get refits
- * them: dat_ep_modify changes the attributes only of an EP with no DTO). */
+/* Whether d's queues are sized for attributes a, their limits the EP's
+ * (else dto_ep_get refits them, with DTOs posted or not: dto_queues.c).
+ * The posts' fast path: the limits they check are these cached copies. */
 static inline bool dto_ep_fits(const struct dto_ep *d, const DAT_EP_ATTR *a)
 {
         return d->req_cap == (uint32_t)a->max_request_dtos &&

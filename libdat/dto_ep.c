@@ -32,84 +32,11 @@ uint64_t dto_now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Replaces an (empty) ring of cap entries of entry_size bytes and its
- * segments, iov_max per entry. */
-static int realloc_ring(void **ring, size_t entry_size, DAT_LMR_TRIPLET **iov, uint32_t cap,
-                        uint32_t iov_max)
-{
-        void *r = calloc(cap, entry_size);
-        DAT_LMR_TRIPLET *v = calloc((size_t)cap * iov_max, sizeof(*v));
-
-        if (!r || !v) {
-                free(r);
-                free(v);
-                return -ENOMEM;
-        }
-        free(*ring);
-        free(*iov);
-        *ring = r;
-        *iov = v;
-        return 0;
-}
-
-/* The ring that holds cap entries: the smallest power of two not below
- * it (cap is at most the transport's max_dto_per_ep). */
-static uint32_t ring_for(uint32_t cap)
-{
-        uint32_t n = 1;
-
-        while (n < cap)
-                n <<= 1;
-        return n;
-}
-
-/* Sizes the queues for the EP's current attributes.  Only while they are
- * empty (dat_ep_modify changes the attributes of an EP that has none). */
-static int fit_queues(struct dto_ep *d, const DAT_EP_ATTR *a)
-{
-        uint32_t req_cap = (uint32_t)(a->max_request_dtos > 0 ? a->max_request_dtos : 1);
-        uint32_t req_iov = (uint32_t)(a->max_request_iov > 0 ? a->max_request_iov : 1);
-        uint32_t recv_cap = (uint32_t)(a->max_recv_dtos > 0 ? a->max_recv_dtos : 1);
-        uint32_t recv_iov = (uint32_t)(a->max_recv_iov > 0 ? a->max_recv_iov : 1);
-        uint32_t req_ring, recv_ring;
-
-        if (req_cap > (1u << 30) || recv_cap > (1u << 30))
-                return -ENOMEM;
-        req_ring = ring_for(req_cap);
-        recv_ring = ring_for(recv_cap);
-        if ((!d->req || req_ring != d->req_mask + 1 || req_iov != d->req_iov_max) &&
-            realloc_ring((void **)&d->req, sizeof(*d->req), &d->req_iov, req_ring, req_iov) < 0)
-                return -ENOMEM;
-        d->req_cap = req_cap;
-        d->req_mask = req_ring - 1;
-        d->req_iov_max = req_iov;
-        if ((!d->rq || recv_ring != d->recv_mask + 1 || recv_iov != d->recv_iov_max) &&
-            realloc_ring((void **)&d->rq, sizeof(*d->rq), &d->rq_iov, recv_ring, recv_iov) < 0)
-                return -ENOMEM;
-        d->recv_cap = recv_cap;
-        d->recv_mask = recv_ring - 1;
-        d->recv_iov_max = recv_iov;
-        return 0;
-}
-
-static bool queues_empty(const struct dto_ep *d)
-{
-        return d->head == d->tail && d->rq_count == 0;
-}
-
-static void free_queues(struct dto_ep *d)
-{
-        free(d->req);
-        free(d->req_iov);
-        free(d->rq);
-        free(d->rq_iov);
-        free(d->resp);
-}
-
 struct dto_ep *dto_ep_get(struct ep *ep)
 {
         struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
         DAT_EP_ATTR attr;
+        bool fitted;
 
         if (!d) {
                 struct dto_ep *fresh = calloc(1, sizeof(*fresh));
@@ -131,20 +58,16 @@ struct dto_ep *dto_ep_get(struct ep *ep)
                 /* Another thread made it first. */
                 free(fresh);
         }
-        /* dat_ep_modify changes the attributes only of an EP with no DTO
-         * (Unconnected and the like): refit then, else nothing to do. */
+        /* Made, or dat_ep_modify changed the attributes (dto_queues.c). */
         if (_likely_(dto_ep_fits(d, &ep->attr)))
                 return d;
         dat_object_lock();
         attr = ep->attr;
         dat_object_unlock();
         dat_lock(&d->lock);
-        if (queues_empty(d) && fit_queues(d, &attr) < 0) {
-                dat_unlock(&d->lock);
-                return NULL;
-        }
+        fitted = dto_queues_fit(d, &attr) == 0;
         dat_unlock(&d->lock);
-        return d;
+        return fitted ? d : NULL;
 }
 
 /* An event of zeroes.  Not an initializer: zeroing the whole 120 bytes at
@@ -735,18 +658,6 @@ static bool recv_in_eps_pz(const struct dto_ep *d, const struct dto_recv *r)
         return true;
 }
 
-/* Moves the receive at ring slot `from` to slot `to` (before it), with its
- * segments: each slot has its own in rq_iov. */
-static void recv_move(struct dto_ep *d, uint32_t from, uint32_t to)
-{
-        struct dto_recv *dst = &d->rq[to];
-        const struct dto_recv *src = &d->rq[from];
-
-        *dst = *src;
-        dst->iov = &d->rq_iov[(size_t)to * d->recv_iov_max];
-        memcpy(dst->iov, src->iov, (size_t)src->nseg * sizeof(*src->iov));
-}
-
 void dto_ep_pz_changed(struct ep *ep)
 {
         struct dto_ep *d = __atomic_load_n(&ep->dto, __ATOMIC_ACQUIRE);
@@ -767,7 +678,7 @@ void dto_ep_pz_changed(struct ep *ep)
                         continue;
                 }
                 if (kept != i)
-                        recv_move(d, from, (d->rq_head + kept) & d->recv_mask);
+                        dto_recv_move(d, from, (d->rq_head + kept) & d->recv_mask);
                 kept++;
         }
         d->rq_count = kept;
@@ -851,7 +762,7 @@ void dto_ep_destroy(struct ep *ep)
         }
         channel_destroy(d->ch);
         dto_ia_close_channel(d->ia, d->lingering);
-        free_queues(d);
+        dto_queues_free(d);
         ep->dto = NULL;
         free(d);
 }

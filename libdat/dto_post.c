@@ -208,7 +208,7 @@ static _always_inline_ DAT_RETURN enqueue_request(struct dto_ep *d, const struct
         r->remote_addr = a->remote ? a->remote->virtual_address : 0;
         r->rmr = DAT_HANDLE_NULL;
         r->bind_context = 0;
-        copy_triplets(&d->req_iov[(size_t)slot * d->req_iov_max], a->iov, a->n);
+        copy_triplets(&d->req_iov[(size_t)slot * d->req_iov_stride], a->iov, a->n);
         r->ext = a->ext;
         r->immed = a->immed;
         r->operand[0] = a->operand[0];
@@ -474,7 +474,7 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         if (!d)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         dat_lock(&d->lock);
-        if (d->rq_count == d->recv_cap || (uint32_t)num_segments > d->recv_iov_max) {
+        if (d->rq_count >= d->recv_cap || (uint32_t)num_segments > d->recv_iov_max) {
                 dat_unlock(&d->lock);
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
         }
@@ -483,7 +483,7 @@ _public_ DAT_RETURN dat_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segm
         r->flags = completion_flags;
         r->nseg = (uint32_t)num_segments;
         r->checked_at = releases;
-        r->iov = &d->rq_iov[(size_t)((d->rq_head + d->rq_count) & d->recv_mask) * d->recv_iov_max];
+        r->iov = &d->rq_iov[(size_t)((d->rq_head + d->rq_count) & d->recv_mask) * d->recv_iov_stride];
         copy_triplets(r->iov, local_iov, num_segments);
         __atomic_add_fetch(&ep->recv_outstanding, 1, __ATOMIC_RELAXED);
         if (d->state == DTO_DEAD) {

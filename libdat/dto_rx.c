@@ -564,7 +564,7 @@ static enum action on_response(struct dto_ep *d, struct dto_batch *b)
                 return protocol_error(d, "an RDMA Read answered with the wrong length");
         {
                 struct iovec iov[DTO_MAX_SEGS];
-                const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+                const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_stride];
                 int n = 0;
 
                 for (uint32_t i = 0; i < r->nseg; i++)
@@ -974,7 +974,7 @@ static bool read_fixed(struct dto_ep *d, void *buf, uint32_t want, bool *moved)
  * registered, writable, for the response's length. */
 static bool read_segments_there(struct dto_ep *d, const struct dto_req *r, uint32_t slot)
 {
-        const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+        const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_stride];
         uint64_t left = d->rx.len;
         struct lmr *lmr;
 

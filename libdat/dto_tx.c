@@ -109,7 +109,7 @@ bool dto_tx_respond_read(struct dto_ep *d, uint32_t seq, const struct iovec *dat
 static uint32_t req_iovecs(const struct dto_ep *d, uint32_t slot, const struct dto_req *r,
                            struct iovec *out)
 {
-        const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+        const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_stride];
         uint64_t left = r->length;
         uint32_t n = 0;
 
@@ -526,7 +526,7 @@ void dto_tx_post(struct dto_ep *d)
         if (d->ch->ops->reserve && (p = d->ch->ops->reserve(d->ch, (size_t)total))) {
                 /* Straight into the ring: no iovec to walk, and one
                  * segment (the usual post) copied as it is. */
-                const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_max];
+                const DAT_LMR_TRIPLET *t = &d->req_iov[(size_t)slot * d->req_iov_stride];
 
                 memcpy(p, &f, sizeof(f));
                 if (r->nseg == 1) {

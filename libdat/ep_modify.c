@@ -17,7 +17,8 @@
  *   another IA or not the SRQ's, completion flags the seed's lists do not
  *   have, or that the EVDs' other streams forbid, a max_recv_dtos or
  *   max_request_dtos below the Receives or requests the EP has
- *   outstanding)                         DAT_INVALID_PARAMETER | ARG3
+ *   outstanding, a max_recv_iov below the segments of a Receive posted)
+ *                                        DAT_INVALID_PARAMETER | ARG3
  *
  * Outstanding DTOs and smaller queues: the seed lets max_recv_dtos and
  * max_request_dtos change before a connection, when Receives may be
@@ -27,7 +28,13 @@
  * alternatives, dropping or flushing DTOs the consumer posted in good
  * faith, lose completions it waits for: the value is invalid for this EP
  * now, DAT_INVALID_PARAMETER naming ep_param, and equal to the count is
- * allowed.
+ * allowed.  The same holds for max_recv_iov below the segments of a
+ * Receive posted (dat_ep_query would report a limit that a Receive the EP
+ * holds exceeds): invalid, equal allowed.  max_request_iov needs no such
+ * check: no request can be outstanding in a state that lets it change.
+ * A limit that may change takes effect at once, with DTOs posted: the next
+ * post is held to it, above the old one as below (libdat/dto_queues.c
+ * grows the queues, keeping what they hold in order).
  *
  * Receives of the old PZ: "any Receive DTOs currently posted to the
  * Endpoint that do not match the new Protection Zone fail with a
@@ -209,9 +216,10 @@ static struct ep_streams streams_of(const DAT_EP_PARAM *p)
                                     p->request_evd_handle, p->ep_attr.request_completion_flags };
 }
 
-/* The EP's DTOs outstanding when the modify looked. */
+/* The EP's DTOs outstanding when the modify looked, and the most segments
+ * of a Receive posted. */
 struct ep_outstanding {
-        DAT_COUNT recvs, requests;
+        DAT_COUNT recvs, requests, recv_segments;
 };
 
 /* The header's "Outstanding DTOs and smaller queues". */
@@ -219,6 +227,9 @@ static bool queues_hold(const DAT_EP_PARAM *want, DAT_EP_PARAM_MASK mask,
                         const struct ep_outstanding *out)
 {
         if ((mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) && want->ep_attr.max_recv_dtos < out->recvs)
+                return false;
+        if ((mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV) &&
+            want->ep_attr.max_recv_iov < out->recv_segments)
                 return false;
         return !(mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS) ||
                want->ep_attr.max_request_dtos >= out->requests;
@@ -397,8 +408,12 @@ _public_ DAT_RETURN dat_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK ep_
 
         dat_object_lock();
         ep_fill_param(ep, &cur);
-        out = (struct ep_outstanding){ ep->recv_outstanding, ep->request_outstanding };
+        out = (struct ep_outstanding){ ep->recv_outstanding, ep->request_outstanding, 0 };
         dat_object_unlock();
+        /* An SRQ EP's max_recv_iov stays the SRQ's (below), and it has no
+         * Receives of its own. */
+        if ((ep_param_mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV) && !ep->srq)
+                out.recv_segments = dto_ep_posted_recv_segments(ep);
         if (!state_allows(ep_param_mask, cur.ep_state))
                 return ep_invalid_state(cur.ep_state);
         /* Recv Completion Flags: "... but before posting of any Recvs".

@@ -65,6 +65,6 @@ libdat_libdatcore_la_SOURCES += libdat/shm_link.c libdat/shm_link.h libdat/shm_r
 libdat_libdatcore_la_SOURCES += libdat/channel.c libdat/channel.h libdat/channel_shm.c libdat/channel_tcp.c libdat/raw_syscall.h \
 	libdat/channel_closer.c libdat/channel_closer.h libdat/peer_watch.c libdat/peer_watch.h \
 	libdat/dto.h libdat/dto_engine.h libdat/dto_wire.h libdat/dto_ep.c libdat/dto_ia.c libdat/dto_post.c \
-	libdat/dto_rx.c libdat/dto_tx.c libdat/extension_event.c libdat/dat_lock.c libdat/dat_lock.h libdat/spin_lock.h
+	libdat/dto_queues.c libdat/dto_rx.c libdat/dto_tx.c libdat/extension_event.c libdat/dat_lock.c libdat/dat_lock.h libdat/spin_lock.h
 libdat_libdatcore_la_SOURCES += libdat/provider_registry.c libdat/provider_registry.h \
 	libdat/foreign.c libdat/foreign.h

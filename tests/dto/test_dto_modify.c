@@ -91,3 +91,82 @@ Test(DTO_SUITE(modify), receives_not_of_the_new_pz_fail_with_local_protection)
 
         dto_run(&cfg, pz_change_server, pz_change_client, NULL);
 }
+
+/* Receives for queues_grow_*: i of nseg_of(i) segments of GROW_SEG bytes,
+ * at i * 4096 + j * 1024 of the side's memory (apart, so that each segment
+ * lands where its own triplet says); message i carries seed SEED_GROW + 10 i
+ * (+ j in segment j, dto_fill_iov). */
+#define SEED_GROW 7000
+#define GROW_SEG 32u
+#define GROW_BEFORE 3u  /* posted at max_recv_dtos 4, max_recv_iov 2 */
+#define GROW_TOTAL 7u   /* then at 8 and 3 */
+
+static unsigned nseg_of(unsigned i)
+{
+        return i < GROW_BEFORE ? 2 : 3;
+}
+
+static void grow_iov(const struct dto_side *s, unsigned i, DAT_LMR_TRIPLET *iov)
+{
+        for (unsigned j = 0; j < nseg_of(i); j++)
+                iov[j] = dto_iov(&s->mem, i * 4096 + j * 1024, GROW_SEG);
+}
+
+static void queues_grow_server(struct dto_side *s, void *arg)
+{
+        DAT_EP_HANDLE ep = s->ep[0];
+        DAT_LMR_TRIPLET iov[3];
+        DAT_EP_PARAM p;
+
+        (void)arg;
+        for (unsigned i = 0; i < GROW_BEFORE; i++) {
+                grow_iov(s, i, iov);
+                dto_post_recv(s, ep, iov, nseg_of(i), 100 + i);
+        }
+        p.ep_attr = s->ep_attr;
+        p.ep_attr.max_recv_dtos = 8;
+        p.ep_attr.max_recv_iov = 3;
+        DTO_ASSERT_EQ(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS |
+                                            DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV,
+                                    &p),
+                      DAT_SUCCESS);
+        /* Beyond both old limits. */
+        for (unsigned i = GROW_BEFORE; i < GROW_TOTAL; i++) {
+                grow_iov(s, i, iov);
+                dto_post_recv(s, ep, iov, nseg_of(i), 100 + i);
+        }
+        dto_connect(s);
+        for (unsigned i = 0; i < GROW_TOTAL; i++) {
+                dto_expect_recv(s, ep, 100 + i, nseg_of(i) * GROW_SEG);
+                grow_iov(s, i, iov);
+                dto_verify_iov(iov, nseg_of(i), SEED_GROW + 10 * i);
+        }
+        dto_expect_empty(s->recv_evd);
+        dto_barrier(s);
+}
+
+static void queues_grow_client(struct dto_side *s, void *arg)
+{
+        DAT_LMR_TRIPLET iov[3];
+
+        (void)arg;
+        dto_connect(s);
+        for (unsigned i = 0; i < GROW_TOTAL; i++) {
+                grow_iov(s, i, iov);
+                dto_fill_iov(iov, nseg_of(i), SEED_GROW + 10 * i);
+                dto_send_wait(s, s->ep[0], iov, nseg_of(i), 200 + i);
+        }
+        dto_barrier(s);
+}
+
+/* libdat/dto_queues.c: dat_ep_modify raising max_recv_dtos and max_recv_iov
+ * with Receives posted takes effect at once: Receives beyond the old
+ * limits go in, and the queue, grown for them, keeps the ones posted
+ * before, in order, each with its own segments: the messages land in the
+ * Receives in posting order, segment by segment. */
+Test(DTO_SUITE(modify), raised_queue_limits_take_more_receives_and_keep_the_posted_in_order)
+{
+        struct dto_config cfg = { .no_connect = true, .max_recv_dtos = 4, .max_recv_iov = 2 };
+
+        dto_run(&cfg, queues_grow_server, queues_grow_client, NULL);
+}

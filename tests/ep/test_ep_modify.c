@@ -394,6 +394,101 @@ Test(ep_modify, max_request_dtos_below_the_outstanding_requests_is_invalid)
         cr_assert_eq(ep_test_set_outstanding(ep, 0, 0), DAT_SUCCESS);
 }
 
+/* A Receive of no segment, cookie i (asserting nothing). */
+static DAT_RETURN post_empty(DAT_EP_HANDLE ep, uint64_t i)
+{
+        return dat_ep_post_recv(ep, 0, NULL, (DAT_DTO_COOKIE){ .as_64 = i }, DAT_COMPLETION_DEFAULT_FLAG);
+}
+
+/* Posts Receives until one is refused (at most limit + 1): how many went
+ * in; the refusal in *refused. */
+static DAT_COUNT post_until_refused(DAT_EP_HANDLE ep, DAT_COUNT limit, DAT_RETURN *refused)
+{
+        DAT_COUNT n = 0;
+
+        *refused = DAT_SUCCESS;
+        while (n <= limit && (*refused = post_empty(ep, 1000 + (uint64_t)n)) == DAT_SUCCESS)
+                n++;
+        return n;
+}
+
+/* ep_modify.c, "Outstanding DTOs and smaller queues": a lower
+ * max_recv_dtos takes effect with Receives posted: the posts stop at it,
+ * not at the old one. */
+Test(ep_modify, a_lowered_max_recv_dtos_holds_the_next_posts)
+{
+        DAT_EP_HANDLE ep = ep_make(&f, NULL);
+        DAT_EP_PARAM p = ep_params(ep);
+        DAT_COUNT nbufs = -1, more;
+        DAT_RETURN refused;
+
+        cr_assert_geq(p.ep_attr.max_recv_dtos, 8);
+        for (int i = 0; i < 3; i++)
+                cr_assert_eq(post_empty(ep, (uint64_t)i), DAT_SUCCESS);
+        p.ep_attr.max_recv_dtos = 5;
+        cr_assert_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, &p), DAT_SUCCESS);
+        more = post_until_refused(ep, p.ep_attr.max_recv_dtos, &refused);
+        cr_expect_eq(more, 2, "%d more posted with 3 at max_recv_dtos 5", more);
+        cr_expect_eq(refused, ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP), "0x%08x", refused);
+        cr_assert_eq(dat_ep_recv_query(ep, &nbufs, NULL), DAT_SUCCESS);
+        cr_expect_eq(nbufs, 5);
+}
+
+/* ... and a higher one too: the posts go on past the old one. */
+Test(ep_modify, a_raised_max_recv_dtos_takes_the_posts_beyond_the_old_one)
+{
+        DAT_EP_HANDLE ep = ep_make(&f, NULL);
+        DAT_EP_PARAM p = ep_params(ep);
+        const DAT_COUNT before = p.ep_attr.max_recv_dtos;
+        DAT_COUNT nbufs = -1, more;
+        DAT_RETURN refused;
+
+        cr_assert_leq(before * 2, f.limits.max_dto_per_ep);
+        cr_assert_eq(post_empty(ep, 0), DAT_SUCCESS);
+        p.ep_attr.max_recv_dtos = before * 2;
+        cr_assert_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, &p), DAT_SUCCESS);
+        more = post_until_refused(ep, p.ep_attr.max_recv_dtos, &refused);
+        cr_expect_eq(more, before * 2 - 1, "max_recv_dtos %d -> %d with 1 posted: %d more (0x%08x)",
+                     before, before * 2, more, refused);
+        cr_expect_eq(refused, ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP), "0x%08x", refused);
+        cr_assert_eq(dat_ep_recv_query(ep, &nbufs, NULL), DAT_SUCCESS);
+        cr_expect_eq(nbufs, before * 2);
+}
+
+/* ep_modify.c: max_recv_iov below the segments of a Receive posted is an
+ * invalid parameter and changes nothing; as many is fine, and a higher one
+ * takes Receives of more segments at once. */
+Test(ep_modify, max_recv_iov_below_a_posted_recvs_segments_is_invalid)
+{
+        static char buf[4096];
+        DAT_EP_ATTR attr = ep_default_attr(&f);
+        DAT_EP_HANDLE ep;
+        DAT_EP_PARAM p;
+        DAT_LMR_HANDLE lmr;
+        DAT_LMR_CONTEXT ctx = ep_make_lmr(f.ia, f.pz, buf, sizeof(buf), DAT_MEM_PRIV_ALL_FLAG, &lmr);
+        DAT_LMR_TRIPLET iov[4];
+
+        cr_assert_geq(f.limits.max_iov_segments_per_dto, 4);
+        attr.max_recv_iov = 3;
+        ep = ep_make(&f, &attr);
+        for (int i = 0; i < 4; i++)
+                iov[i] = ep_segment(ctx, buf, (size_t)i * 1024, 1024);
+        cr_assert_eq(dat_ep_post_recv(ep, 3, iov, (DAT_DTO_COOKIE){ .as_64 = 1 },
+                                      DAT_COMPLETION_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+        p = ep_params(ep);
+        p.ep_attr.max_recv_iov = 2;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV, &p), ARG(3));
+        cr_expect_eq(ep_params(ep).ep_attr.max_recv_iov, 3);
+        p.ep_attr.max_recv_iov = 4;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV, &p), DAT_SUCCESS);
+        cr_expect_eq(dat_ep_post_recv(ep, 4, iov, (DAT_DTO_COOKIE){ .as_64 = 2 },
+                                      DAT_COMPLETION_DEFAULT_FLAG),
+                     DAT_SUCCESS);
+        p.ep_attr.max_recv_iov = 3;
+        cr_expect_eq(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV, &p), ARG(3));
+}
+
 Test(ep_modify, evds_of_the_wrong_kind_or_ia_are_invalid)
 {
         DAT_EVD_HANDLE async2;
