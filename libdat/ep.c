@@ -696,10 +696,13 @@ static bool watermark_valid(DAT_COUNT w)
 
 /* Under dat_object_lock: the soft watermark fires (once per setting);
  * *hard says the hard one is armed and exceeded, for the caller to break
- * the connection and then disarm it (hard_fired). */
-static void fire_watermarks(struct ep *ep, bool *soft, bool *hard)
+ * the connection and then disarm it (hard_fired) if *setting is still
+ * the one in force. */
+static void fire_watermarks(struct ep *ep, bool *soft, bool *hard, unsigned *setting)
 {
         DAT_COUNT n = ep->recv_outstanding;
+
+        *setting = ep->hw_setting;
 
         *soft = ep->soft_hw_armed && ep->attr.srq_soft_hw != DAT_WATERMARK_INFINITE &&
                 n > ep->attr.srq_soft_hw;
@@ -711,14 +714,20 @@ static void fire_watermarks(struct ep *ep, bool *soft, bool *hard)
         }
 }
 
-/* The hard watermark broke the connection: it fired, once per setting. */
-static void hard_fired(struct ep *ep)
+/* The hard watermark of setting broke the connection: it fired, once per
+ * setting.  Another thread's dat_ep_set_watermark since fire_watermarks
+ * looked armed a new setting, which this break did not spend: it stays
+ * armed (the event still counts: the connection broke). */
+static void hard_fired(struct ep *ep, unsigned setting)
 {
         dat_object_lock();
-        ep->hard_hw_armed = false;
+        if (ep->hw_setting == setting)
+                ep->hard_hw_armed = false;
         ep->hard_hw_events++;
         dat_object_unlock();
 }
+
+void (*ep_test_hard_break_hook)(struct ep *ep);
 
 /* dat_ep_set_watermark(3DAT): "An asynchronous event will be generated for
  * IA async_evd when the number of Recv buffers at EP exceeds the soft high
@@ -729,10 +738,11 @@ static void hard_fired(struct ep *ep)
 void ep_check_watermarks(struct ep *ep)
 {
         DAT_COUNT n = __atomic_load_n(&ep->recv_outstanding, __ATOMIC_RELAXED);
+        unsigned setting;
         bool soft, hard;
 
         dat_object_lock();
-        fire_watermarks(ep, &soft, &hard);
+        fire_watermarks(ep, &soft, &hard, &setting);
         dat_object_unlock();
         if (soft) {
                 dat_trace("EP %p: %d Recv buffers exceed the soft high watermark %d", ep->obj.handle,
@@ -740,8 +750,11 @@ void ep_check_watermarks(struct ep *ep)
                 ep_post_async_event(ep_ia(ep), ep->obj.handle, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
         }
         /* Only the thread whose break ended the data path counts it. */
-        if (hard && dto_ep_break(ep, "Recv buffers exceed the hard high watermark"))
-                hard_fired(ep);
+        if (hard && dto_ep_break(ep, "Recv buffers exceed the hard high watermark")) {
+                if (ep_test_hard_break_hook)
+                        ep_test_hard_break_hook(ep);
+                hard_fired(ep, setting);
+        }
 }
 
 void ep_watermark_events(const struct ep *ep, unsigned *soft, unsigned *hard)
@@ -773,6 +786,7 @@ _public_ DAT_RETURN dat_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft
         ep->hard_high_watermark = hard_high_watermark;
         ep->soft_hw_armed = soft_high_watermark != DAT_WATERMARK_INFINITE;
         ep->hard_hw_armed = hard_high_watermark != DAT_WATERMARK_INFINITE;
+        ep->hw_setting++;
         dat_object_unlock();
         ep_check_watermarks(ep);
         return DAT_SUCCESS;

@@ -49,6 +49,10 @@ struct ep {
         DAT_COUNT hard_high_watermark;
         bool soft_hw_armed;
         bool hard_hw_armed;
+        /* dat_ep_set_watermark's calls so far: the thread that broke the
+         * connection for a setting disarms it only if it is still the
+         * one in force (ep_check_watermarks). */
+        unsigned hw_setting;
         unsigned soft_hw_events;        /* events fired so far (ep_watermark_events) */
         unsigned hard_hw_events;
 
@@ -197,6 +201,12 @@ void ep_free_provider(DAT_EP_HANDLE ep_handle);
  * bad handle, DAT_INVALID_PARAMETER for a value that is no DAT_EP_STATE,
  * else what ep_set_state returned. */
 DAT_RETURN ep_test_force_state(DAT_EP_HANDLE handle, DAT_EP_STATE state);
+
+/* Tests only (libdatcore; never set in the shipped library): called by
+ * ep_check_watermarks after its break of the EP's connection for the hard
+ * high watermark, before it disarms the setting, with no lock held: what
+ * another thread's dat_ep_set_watermark may do in that window. */
+extern void (*ep_test_hard_break_hook)(struct ep *ep);
 
 /* TEST HOOK: sets the EP's outstanding DTO counters (then checks the
  * watermarks, as the data path would). */

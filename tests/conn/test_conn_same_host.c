@@ -993,3 +993,73 @@ Test(same_host, a_post_wakes_a_waiter_that_reads_datds_socket)
         cr_expect_eq(w.event.event_data.software_event_data.pointer, &w);
         cr_assert_eq(dat_evd_free(w.evd), DAT_SUCCESS);
 }
+
+/* ep_test_hard_break_hook: another thread's dat_ep_set_watermark, made to
+ * come between the hard watermark's break and its disarming. */
+static struct {
+        unsigned calls;
+        DAT_COUNT hard;
+} rearm_hook;
+
+static void rearm_in_the_window(struct ep *ep)
+{
+        rearm_hook.calls++;
+        cr_assert_eq(dat_ep_set_watermark(ep->obj.handle, DAT_WATERMARK_INFINITE, rearm_hook.hard),
+                     DAT_SUCCESS);
+}
+
+/* Receives beyond a hard high watermark of 1 on a connection of IA ia_name
+ * break it; a new setting (3) made in the window before the break's
+ * disarming stays armed, the break counted once. */
+static void check_a_setting_made_during_the_break_stays_armed(const char *ia_name)
+{
+        DAT_DTO_COOKIE cookie = { .as_64 = 0 };
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EP_HANDLE aep, pep;
+        struct side ta, tp;
+        unsigned soft, hard;
+        DAT_COUNT watermark;
+        bool armed;
+        struct ep *ep;
+
+        side_open_ia(&ta, ia_name);
+        side_open_ia(&tp, ia_name);
+        side_psp(&tp, q);
+        connect_pair(&ta, &tp, q, &aep, &pep);
+        cr_assert_eq(dat_ep_set_watermark(pep, DAT_WATERMARK_INFINITE, 1), DAT_SUCCESS);
+        rearm_hook.calls = 0;
+        rearm_hook.hard = 3;
+        ep_test_hard_break_hook = rearm_in_the_window;
+        for (int i = 0; i < 2; i++)
+                cr_assert_eq(dat_ep_post_recv(pep, 0, NULL, cookie, DAT_COMPLETION_DEFAULT_FLAG),
+                             DAT_SUCCESS);
+        ep_test_hard_break_hook = NULL;
+        expect_event(tp.conn_evd, DAT_CONNECTION_EVENT_BROKEN);
+        cr_assert_eq(rearm_hook.calls, 1u, "the break ran the hook %u times", rearm_hook.calls);
+        ep = ep_lookup(pep);
+        cr_assert_not_null(ep);
+        dat_object_lock();
+        armed = ep->hard_hw_armed;
+        watermark = ep->hard_high_watermark;
+        dat_object_unlock();
+        ep_watermark_events(ep, &soft, &hard);
+        cr_expect_eq(watermark, 3);
+        cr_expect(armed, "%s: the break disarmed the setting made after it", ia_name);
+        cr_expect_eq(hard, 1u);
+        side_close(&ta);
+        side_close(&tp);
+}
+
+/* dat_ep_set_watermark(3DAT) racing the hard watermark's break (libdat/ep.c,
+ * hard_fired): the break disarms the setting it fired for, not a newer
+ * one, on shm ... */
+Test(same_host, a_watermark_set_during_the_hard_break_stays_armed_shm)
+{
+        check_a_setting_made_during_the_break_stays_armed("datd-shm");
+}
+
+/* ... and tcp. */
+Test(same_host, a_watermark_set_during_the_hard_break_stays_armed_tcp)
+{
+        check_a_setting_made_during_the_break_stays_armed("datd-tcp");
+}
