@@ -63,8 +63,10 @@ void cno_notice_run(const struct cno_notice *notice);
  * at most (each runs once per dat_cno_modify_agent); past CNO_HELD_MAX
  * they run at once, as before.  On the progress thread, the socket's
  * reader even once it gave the socket up, an agent's round trip reads past
- * datd's other packets to its reply (datd_conn.c, read_past), and its
- * dat_ia_close of that IA is refused (ia.c). */
+ * datd's other packets to its reply and dispatches them in place, in
+ * order, under a hold of its own whose agents run once the round trip
+ * returned (datd_conn.c, read_past); its dat_ia_close of that IA is
+ * refused (ia.c). */
 #define CNO_HELD_MAX 16
 
 struct cno_held {

@@ -45,13 +45,19 @@ struct datd_packet *datd_backlog_pop(struct datd_backlog *b)
         return p;
 }
 
+void datd_packet_close_fds(struct datd_packet *p)
+{
+        for (unsigned i = 0; i < p->nfds && i < DATP_MAX_FDS; i++)
+                if (p->fds[i] >= 0)
+                        close(p->fds[i]);
+        p->nfds = 0;
+}
+
 void datd_packet_free(struct datd_packet *p)
 {
         if (!p)
                 return;
-        for (unsigned i = 0; i < p->nfds && i < DATP_MAX_FDS; i++)
-                if (p->fds[i] >= 0)
-                        close(p->fds[i]);
+        datd_packet_close_fds(p);
         free(p);
 }
 

@@ -1,9 +1,11 @@
-/* The packets of datd that the socket's reader read past while it waited
- * for the reply to a round trip of its own (datd_conn.c, read_past): no
- * other thread would read that reply for it.  They wait here, in the order
- * datd sent them, for the reader's dispatch (progress.c), which takes them
- * before it reads the socket again.  Under the connection's read_lock; the
- * count may be looked at without it. */
+/* The packets of datd that a thread read past while it waited for the
+ * reply to a round trip of its own inside its dispatch of datd's packets
+ * (datd_conn.c, read_past: an agent run at once past CNO_HELD_MAX, cno.h):
+ * what that dispatch has not taken yet was sent before them, so they may
+ * not be dispatched in place.  They wait here, in the order datd sent them,
+ * for that dispatch (progress.c), which takes them before it reads the
+ * socket again and before it lets the socket go.  Under the connection's
+ * read_lock; the count may be looked at without it. */
 #ifndef DATD_LIBDAT_DATD_BACKLOG_H
 #define DATD_LIBDAT_DATD_BACKLOG_H
 
@@ -46,6 +48,9 @@ void datd_backlog_push(struct datd_backlog *b, struct datd_packet *p);
 /* The oldest packet, taken out (the caller frees it, and owns its
  * descriptors), or NULL. */
 struct datd_packet *datd_backlog_pop(struct datd_backlog *b);
+
+/* Closes the descriptors of p that nobody took. */
+void datd_packet_close_fds(struct datd_packet *p);
 
 /* Closes the descriptors of p that nobody took, and frees it; accepts
  * NULL. */

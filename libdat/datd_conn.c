@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libdat/cno.h"
+
 const char *datd_socket_path(void)
 {
         const char *p = getenv("DATD_SOCKET");
@@ -264,13 +266,12 @@ static void set_watched_locked(struct datd_conn *conn, bool on)
  * thread is reading a packet, or does not watch the socket). */
 static bool start_reading(struct datd_conn *conn)
 {
+        /* No backlog waits once read_lock is free: whoever read packets
+         * past into it (a round trip inside a dispatch) holds the lock
+         * until that dispatch took them (read_past). */
         if (pthread_mutex_trylock(&conn->read_lock) != 0)
                 return false;
-        /* Packets the dispatching reader read past (read_past) are
-         * dispatched first: a caller that read its reply after them would
-         * return before events datd sent ahead of it were dispatched, and
-         * a waiter reading the socket would leave them for later. */
-        if (conn->watch_epfd < 0 || !datd_backlog_empty(&conn->backlog)) {
+        if (conn->watch_epfd < 0) {
                 pthread_mutex_unlock(&conn->read_lock);
                 return false;
         }
@@ -397,6 +398,12 @@ bool datd_conn_backlogged(const struct datd_conn *conn)
         return !datd_backlog_empty(&conn->backlog);
 }
 
+void datd_conn_set_dispatch(struct datd_conn *conn, datd_dispatch_fn *fn, void *ctx)
+{
+        conn->dispatch_fn = fn;
+        conn->dispatch_ctx = ctx;
+}
+
 /* Copies msg to the caller waiting for its request_id, if one does, and
  * wakes it; under wait_lock. */
 static bool deliver_wait_locked(struct datd_conn *conn, const union datp_message *msg, size_t len)
@@ -411,11 +418,37 @@ static bool deliver_wait_locked(struct datd_conn *conn, const union datp_message
         return true;
 }
 
-/* Reads the packet at the head of the socket for read_past, under
- * read_lock: the reply to own_id (not 0) into reply, setting *own; the
- * reply another caller waits for to it at once; anything else (events,
- * ERRORs of no request, datd_conn_send_later's replies, whose functions
- * run in order with the events) into the backlog.  DAT_SUCCESS, or
+/* Reads the packet at the head of the socket into pkt, with its
+ * descriptors; pkt->len: -EAGAIN, -EINTR, 0 for the end, -errno. */
+static void recv_packet(struct datd_conn *conn, struct datd_packet *pkt)
+{
+        pkt->nfds = 0;
+        pkt->len = datp_recv(conn->fd, &pkt->msg, pkt->fds, DATP_MAX_FDS, &pkt->nfds);
+}
+
+static int validate_packet(const struct datd_conn *conn, const struct datd_packet *pkt,
+                           const char **reason)
+{
+        return datp_validate(&pkt->msg, (size_t)pkt->len,
+                             pkt->nfds > DATP_MAX_FDS ? DATP_MAX_FDS : pkt->nfds, DATP_TO_CLIENT,
+                             conn->version, reason);
+}
+
+/* Whether a validated packet answers request_id (0: none). */
+static bool answers(const union datp_message *m, uint32_t request_id)
+{
+        return request_id != 0 && m->hdr.request_id == request_id &&
+               (m->hdr.type & DATP_REPLY || m->hdr.type == DATP_ERROR);
+}
+
+/* Reads the packet at the head of the socket for a round trip inside a
+ * dispatch (read_past), under read_lock: the reply to own_id (not 0) into
+ * reply, setting *own; anything else into the backlog, which that dispatch
+ * takes before anything still on the socket and before it lets the socket
+ * go.  None of them may be dispatched here: packets that the dispatch read
+ * before them may not be yet (the rest of its batch).  Nor may the reply
+ * another caller waits for be delivered here: that caller would return
+ * before events datd sent ahead of it were dispatched.  DAT_SUCCESS, or
  * DAT_INTERNAL_ERROR with why: the end of the connection (a later read
  * finds it again: the dispatch's), garbage (kept for the dispatch, which
  * ends the connection), no room to keep a packet (it stays unread). */
@@ -424,7 +457,6 @@ static DAT_RETURN read_one_past(struct datd_conn *conn, uint32_t own_id,
 {
         const char *reason = NULL;
         struct datd_packet *pkt;
-        bool answer, delivered;
         int r = datd_backlog_make_room(&conn->backlog);
 
         if (r < 0 || !(pkt = malloc(sizeof(*pkt)))) {
@@ -432,8 +464,7 @@ static DAT_RETURN read_one_past(struct datd_conn *conn, uint32_t own_id,
                          DATD_BACKLOG_MAX);
                 return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         }
-        pkt->nfds = 0;
-        pkt->len = datp_recv(conn->fd, &pkt->msg, pkt->fds, DATP_MAX_FDS, &pkt->nfds);
+        recv_packet(conn, pkt);
         if (pkt->len == -EAGAIN || pkt->len == -EINTR) {
                 datd_packet_free(pkt);
                 return DAT_SUCCESS;
@@ -444,39 +475,103 @@ static DAT_RETURN read_one_past(struct datd_conn *conn, uint32_t own_id,
                 datd_packet_free(pkt);
                 return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         }
-        r = datp_validate(&pkt->msg, (size_t)pkt->len,
-                          pkt->nfds > DATP_MAX_FDS ? DATP_MAX_FDS : pkt->nfds, DATP_TO_CLIENT,
-                          conn->version, &reason);
+        r = validate_packet(conn, pkt, &reason);
         if (r < 0) {
                 snprintf(why, DATD_REASON_MAX, "malformed message from datd: %s",
                          reason ? reason : datp_decode_error_str(r));
                 datd_backlog_push(&conn->backlog, pkt);
                 return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
         }
-        answer = (pkt->msg.hdr.type & DATP_REPLY || pkt->msg.hdr.type == DATP_ERROR) &&
-                 pkt->msg.hdr.request_id != 0;
-        if (answer && pkt->msg.hdr.request_id == own_id) {
-                memcpy(reply, &pkt->msg, (size_t)pkt->len);
-                *own = true;
-                datd_packet_free(pkt);
+        if (!answers(&pkt->msg, own_id)) {
+                datd_backlog_push(&conn->backlog, pkt);
                 return DAT_SUCCESS;
         }
-        delivered = false;
-        if (answer) {
-                pthread_mutex_lock(&conn->wait_lock);
-                delivered = deliver_wait_locked(conn, &pkt->msg, (size_t)pkt->len);
-                pthread_mutex_unlock(&conn->wait_lock);
-        }
-        if (delivered)
-                datd_packet_free(pkt);
-        else
-                datd_backlog_push(&conn->backlog, pkt);
+        memcpy(reply, &pkt->msg, (size_t)pkt->len);
+        *own = true;
+        datd_packet_free(pkt);
         return DAT_SUCCESS;
+}
+
+/* The CNO agents that a round trip's dispatch in place (read_one_in_place)
+ * triggered: they run on this thread once the round trip is over and
+ * conn->lock free (call), as those of the progress thread's dispatch run
+ * once it let the socket go (cno.h).  notices is this thread's hold once
+ * holding. */
+struct in_place {
+        struct cno_held notices;
+        bool holding;
+};
+
+/* Dispatches pkt as the progress thread would, and after it what a round
+ * trip inside that dispatch (an agent run at once past CNO_HELD_MAX) read
+ * past into the backlog; under read_lock.  False when the connection is
+ * over. */
+static bool dispatch_in_place(struct datd_conn *conn, struct datd_packet *pkt,
+                              struct in_place *ip)
+{
+        struct datd_packet *past;
+        bool ok;
+
+        if (!ip->holding) {
+                cno_notices_hold(&ip->notices);
+                ip->holding = true;
+        }
+        __atomic_store_n(&conn->dispatcher_tag, self_tag(), __ATOMIC_RELAXED);
+        ok = conn->dispatch_fn(conn->dispatch_ctx, pkt);
+        while (ok && (past = datd_backlog_pop(&conn->backlog))) {
+                ok = conn->dispatch_fn(conn->dispatch_ctx, past);
+                free(past);
+        }
+        __atomic_store_n(&conn->dispatcher_tag, 0, __ATOMIC_RELAXED);
+        return ok;
+}
+
+/* Reads the packet at the head of the socket for a round trip outside a
+ * dispatch (read_past: a CNO's agent on the progress thread), under
+ * read_lock: the reply to own_id (not 0) into reply, setting *own; anything
+ * else it dispatches at once, in place (dispatch_in_place).  Every packet
+ * datd sent before it is dispatched by then: nothing is left for later, so
+ * the socket is everyone's again once this round trip lets it go (an
+ * agent's dat_evd_wait takes it over, another caller reads its reply), and
+ * another caller's reply is delivered after the events datd sent ahead of
+ * it.  DAT_SUCCESS, or DAT_INTERNAL_ERROR with why once the connection is
+ * over: the shutdown lets the progress thread find its end. */
+static DAT_RETURN read_one_in_place(struct datd_conn *conn, uint32_t own_id,
+                                    union datp_message *reply, bool *own, struct in_place *ip,
+                                    char why[DATD_REASON_MAX])
+{
+        const char *reason = NULL;
+        struct datd_packet pkt;
+
+        recv_packet(conn, &pkt);
+        if (pkt.len == -EAGAIN || pkt.len == -EINTR)
+                return DAT_SUCCESS;
+        if (pkt.len > 0 && validate_packet(conn, &pkt, &reason) >= 0 && answers(&pkt.msg, own_id)) {
+                memcpy(reply, &pkt.msg, (size_t)pkt.len);
+                datd_packet_close_fds(&pkt);
+                *own = true;
+                return DAT_SUCCESS;
+        }
+        if (dispatch_in_place(conn, &pkt, ip))
+                return DAT_SUCCESS;
+        (void)shutdown(conn->fd, SHUT_RDWR);
+        snprintf(why, DATD_REASON_MAX, "datd closed the connection");
+        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
 }
 
 /* How long read_past, waiting for conn->lock, reads the socket before it
  * looks at the lock again (its holder lets it go without a word). */
 #define READ_PAST_SLICE_NS 1000000LL
+
+/* Whether read_past is done: it read its reply, or a waiter that took the
+ * socket over delivered it (a registered wait: outside a dispatch); with
+ * own_id 0, it took conn->lock. */
+static bool past_done(struct datd_conn *conn, uint32_t own_id, bool own, bool in_dispatch)
+{
+        if (own_id)
+                return own || (!in_dispatch && __atomic_load_n(&conn->wait_done, __ATOMIC_ACQUIRE));
+        return pthread_mutex_trylock(&conn->lock) == 0;
+}
 
 /* For the thread that dispatches what datd sends (datd_conn_reads_here),
  * which nobody else would hand a reply to, nor conn->lock: it would have
@@ -486,24 +581,25 @@ static DAT_RETURN read_one_past(struct datd_conn *conn, uint32_t own_id,
  * the socket over to it).  Until the reply to own_id came (own_id 0:
  * until it holds conn->lock) it reads the socket itself while it can (it
  * holds read_lock: held, or as the dispatcher; or it takes it), past other
- * packets (read_one_past); while another thread reads (a waiter that took
- * the socket over, which delivers the reply; a caller reading its own) it
- * naps.  The fast path never comes here: a reply at the head is read by
- * read_own_reply.  DAT_SUCCESS, or DAT_INTERNAL_ERROR with why. */
-static DAT_RETURN read_past_until(struct datd_conn *conn, uint32_t own_id,
-                                  union datp_message *reply, bool held, char why[DATD_REASON_MAX])
+ * packets: inside a dispatch into the backlog (read_one_past), outside
+ * one dispatching them in place (read_one_in_place, ip); while another
+ * thread reads (a waiter that took the socket over, which delivers the
+ * reply; a caller reading its own) it naps.  The fast path never comes
+ * here: a reply at the head is read by read_own_reply.  DAT_SUCCESS, or
+ * DAT_INTERNAL_ERROR with why. */
+static DAT_RETURN read_past(struct datd_conn *conn, uint32_t own_id, union datp_message *reply,
+                            bool held, struct in_place *ip, char why[DATD_REASON_MAX])
 {
         long long deadline = reply_deadline();
-        bool own = false;
+        bool in_dispatch = dispatches_here(conn), own = false;
 
-        held = held || dispatches_here(conn);
+        held = held || in_dispatch;
         for (;;) {
                 const struct timespec nap = { .tv_nsec = 100 * 1000 };
                 long long now = now_ns(), until = own_id ? deadline : now + READ_PAST_SLICE_NS;
                 DAT_RETURN ret = DAT_SUCCESS;
 
-                if (own_id ? own || __atomic_load_n(&conn->wait_done, __ATOMIC_ACQUIRE)
-                           : pthread_mutex_trylock(&conn->lock) == 0)
+                if (past_done(conn, own_id, own, in_dispatch))
                         return DAT_SUCCESS;
                 if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE)) {
                         snprintf(why, DATD_REASON_MAX, "datd closed the connection");
@@ -516,7 +612,8 @@ static DAT_RETURN read_past_until(struct datd_conn *conn, uint32_t own_id,
                         continue;
                 }
                 if (wait_packet(conn, 0, until < deadline ? until : deadline))
-                        ret = read_one_past(conn, own_id, reply, &own, why);
+                        ret = in_dispatch ? read_one_past(conn, own_id, reply, &own, why)
+                                          : read_one_in_place(conn, own_id, reply, &own, ip, why);
                 if (!held)
                         pthread_mutex_unlock(&conn->read_lock);
                 if (ret != DAT_SUCCESS)
@@ -524,46 +621,13 @@ static DAT_RETURN read_past_until(struct datd_conn *conn, uint32_t own_id,
         }
 }
 
-/* Makes the progress thread's watch of the socket fire though the socket
- * may hold nothing: an eventfd in its epoll set under the socket's key,
- * edge-triggered (each write wakes it once), made the first time. */
-static void wake_dispatch(struct datd_conn *conn)
-{
-        pthread_mutex_lock(&conn->watch_lock);
-        if (conn->watch_epfd >= 0 && conn->dispatch_kick_fd < 0) {
-                struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = conn->watch_key };
-                int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-
-                if (fd >= 0 && epoll_ctl(conn->watch_epfd, EPOLL_CTL_ADD, fd, &ev) == 0)
-                        conn->dispatch_kick_fd = fd;
-                else if (fd >= 0)
-                        close(fd);
-        }
-        if (conn->watch_epfd >= 0 && conn->dispatch_kick_fd >= 0)
-                (void)eventfd_write(conn->dispatch_kick_fd, 1);
-        pthread_mutex_unlock(&conn->watch_lock);
-}
-
-static DAT_RETURN read_past(struct datd_conn *conn, uint32_t own_id, union datp_message *reply,
-                            bool held, char why[DATD_REASON_MAX])
-{
-        DAT_RETURN ret = read_past_until(conn, own_id, reply, held, why);
-
-        /* Outside its dispatch (an agent that a DTO completion triggered
-         * on the progress thread) nothing else may wake the thread for
-         * the backlog: the socket may be empty.  Inside it, the dispatch
-         * takes the backlog before it lets the socket go. */
-        if (!dispatches_here(conn) && datd_conn_backlogged(conn))
-                wake_dispatch(conn);
-        return ret;
-}
-
 /* read_past for the reply to request_id, registered; then the wait is
  * forgotten. */
 static DAT_RETURN reader_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
-                               union datp_message *reply, char why[DATD_REASON_MAX], bool held)
+                               union datp_message *reply, bool held, struct in_place *ip,
+                               char why[DATD_REASON_MAX])
 {
-        DAT_RETURN ret = read_past(conn, request_id, reply, held, why);
+        DAT_RETURN ret = read_past(conn, request_id, reply, held, ip, why);
 
         if (ret == DAT_SUCCESS)
                 ret = check_reply(want, reply, why);
@@ -577,8 +641,8 @@ static DAT_RETURN reader_reply(struct datd_conn *conn, uint16_t want, uint32_t r
  * the wait for request_id registered: its own reading while it can, the
  * progress thread's delivery after. */
 static DAT_RETURN threaded_reply(struct datd_conn *conn, uint16_t want, uint32_t request_id,
-                                 union datp_message *reply, char why[DATD_REASON_MAX],
-                                 bool reading)
+                                 union datp_message *reply, bool reading, struct in_place *ip,
+                                 char why[DATD_REASON_MAX])
 {
         DAT_RETURN ret;
 
@@ -586,7 +650,7 @@ static DAT_RETURN threaded_reply(struct datd_conn *conn, uint16_t want, uint32_t
                 enum own_read r = read_own_reply(conn, want, request_id, reply, why, &ret);
 
                 if (r == OWN_HAND_OVER && datd_conn_reads_here(conn)) {
-                        ret = reader_reply(conn, want, request_id, reply, why, true);
+                        ret = reader_reply(conn, want, request_id, reply, true, ip, why);
                         stop_reading(conn);
                         return ret;
                 }
@@ -598,13 +662,46 @@ static DAT_RETURN threaded_reply(struct datd_conn *conn, uint16_t want, uint32_t
                         return ret;
                 }
         } else if (datd_conn_reads_here(conn)) {
-                return reader_reply(conn, want, request_id, reply, why, false);
+                return reader_reply(conn, want, request_id, reply, false, ip, why);
         }
         return await_reply(conn, want, reply, why);
 }
 
-static DAT_RETURN call(struct datd_conn *conn, struct datp_header *request,
-                       union datp_message *reply, char why[DATD_REASON_MAX])
+static DAT_RETURN send_failed(uint16_t type, int r, char why[DATD_REASON_MAX])
+{
+        snprintf(why, DATD_REASON_MAX, "sending %s to datd: %s", datp_type_name(type),
+                 strerror(-r));
+        return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+}
+
+/* A round trip inside a dispatch of datd's packets (an agent run at once
+ * past CNO_HELD_MAX, cno.h) while another caller holds conn->lock: that
+ * caller may wait for a reply this one reads past into the backlog, which
+ * its dispatch takes only after it, so it must not wait for the lock.  It
+ * needs none: it holds read_lock, reads its reply itself and registers no
+ * wait (what conn->lock keeps to one caller at a time). */
+static DAT_RETURN dispatcher_call(struct datd_conn *conn, struct datp_header *request,
+                                  union datp_message *reply, char why[DATD_REASON_MAX])
+{
+        uint16_t type = request->type;
+        uint32_t id = next_request_id(conn);
+        DAT_RETURN ret;
+        int r;
+
+        if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE)) {
+                snprintf(why, DATD_REASON_MAX, "datd closed the connection");
+                return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+        }
+        r = send_request(conn, request, id);
+        if (r < 0)
+                return send_failed(type, r, why);
+        ret = read_past(conn, id, reply, true, NULL, why);
+        return ret == DAT_SUCCESS ? check_reply(type | DATP_REPLY, reply, why) : ret;
+}
+
+static DAT_RETURN call_holding(struct datd_conn *conn, struct datp_header *request,
+                               union datp_message *reply, struct in_place *ip,
+                               char why[DATD_REASON_MAX])
 {
         uint16_t type = request->type;
         bool threaded, dead, reading = false;
@@ -614,10 +711,13 @@ static DAT_RETURN call(struct datd_conn *conn, struct datp_header *request,
 
         if (pthread_mutex_trylock(&conn->lock) != 0) {
                 /* Its holder may wait for the dispatching reader to hand
-                 * it its reply: that reader reads on while it waits. */
+                 * it its reply: that reader reads on while it waits, or
+                 * needs no lock inside its dispatch. */
                 if (!datd_conn_reads_here(conn))
                         pthread_mutex_lock(&conn->lock);
-                else if ((ret = read_past(conn, 0, NULL, false, why)) != DAT_SUCCESS)
+                else if (dispatches_here(conn))
+                        return dispatcher_call(conn, request, reply, why);
+                else if ((ret = read_past(conn, 0, NULL, false, ip, why)) != DAT_SUCCESS)
                         return ret;
         }
         id = next_request_id(conn);
@@ -640,9 +740,7 @@ static DAT_RETURN call(struct datd_conn *conn, struct datp_header *request,
                 reading = start_reading(conn);
         r = send_request(conn, request, id);
         if (r < 0) {
-                snprintf(why, DATD_REASON_MAX, "sending %s to datd: %s", datp_type_name(type),
-                         strerror(-r));
-                ret = DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
+                ret = send_failed(type, r, why);
                 if (reading)
                         stop_reading(conn);
                 if (threaded) {
@@ -651,11 +749,26 @@ static DAT_RETURN call(struct datd_conn *conn, struct datp_header *request,
                         pthread_mutex_unlock(&conn->wait_lock);
                 }
         } else if (threaded) {
-                ret = threaded_reply(conn, type | DATP_REPLY, id, reply, why, reading);
+                ret = threaded_reply(conn, type | DATP_REPLY, id, reply, reading, ip, why);
         } else {
                 ret = receive_reply(conn, type | DATP_REPLY, id, reply, why);
         }
         pthread_mutex_unlock(&conn->lock);
+        return ret;
+}
+
+static DAT_RETURN call(struct datd_conn *conn, struct datp_header *request,
+                       union datp_message *reply, char why[DATD_REASON_MAX])
+{
+        struct in_place ip;
+        DAT_RETURN ret;
+
+        ip.holding = false;
+        ret = call_holding(conn, request, reply, &ip, why);
+        /* The agents what it dispatched in place triggered, with
+         * conn->lock free: they may make round trips of their own. */
+        if (ip.holding)
+                cno_notices_release(&ip.notices);
         return ret;
 }
 
@@ -982,7 +1095,6 @@ DAT_RETURN datd_conn_open(struct datd_conn *conn, char why[DATD_REASON_MAX])
         pthread_mutex_init(&conn->watch_lock, NULL);
         conn->watch_epfd = -1;
         conn->reader_kick_fd = -1;
-        conn->dispatch_kick_fd = -1;
         conn->spin_score = SPIN_SCORE_MAX;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1026,9 +1138,6 @@ void datd_conn_close(struct datd_conn *conn)
         if (conn->reader_kick_fd >= 0)
                 close(conn->reader_kick_fd);
         conn->reader_kick_fd = -1;
-        if (conn->dispatch_kick_fd >= 0)
-                close(conn->dispatch_kick_fd);
-        conn->dispatch_kick_fd = -1;
         /* What the dispatch never took: the connection ended first. */
         datd_backlog_clear(&conn->backlog);
         /* Due replies of objects gone with the IA. */

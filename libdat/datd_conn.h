@@ -16,9 +16,12 @@
  * that sleeps until datd sends an event (datd_conn_take_over); never by a
  * caller waiting for its reply, and never after a reply that datd sent
  * later.  That reader's own round trips (a CNO's agent on the progress
- * thread) have nobody to hand over to: they read on past other packets,
- * which wait in a backlog for the reader's dispatch, in order, and deliver
- * at once the reply another caller waits for. */
+ * thread) have nobody to hand over to: they read on past other packets
+ * and dispatch them in place, in order, as the progress thread would, so
+ * that nothing is left for later and another caller's reply is delivered
+ * after the events datd sent before it; only a round trip inside a
+ * dispatch, whose packets not yet dispatched come first, leaves them in a
+ * backlog for that dispatch (datd_backlog.h). */
 #ifndef DATD_LIBDAT_DATD_CONN_H
 #define DATD_LIBDAT_DATD_CONN_H
 
@@ -58,6 +61,12 @@
  * (its type checked, its own status left to fn), or with the failure and
  * NULL (datd refused the request as malformed, or went away). */
 typedef void datd_later_fn(void *ctx, DAT_RETURN ret, const union datp_message *reply);
+
+/* Validates and dispatches a packet of datd (len as datp_recv returned
+ * it) as the progress thread would, under read_lock; its descriptors are
+ * taken or closed, its memory stays the caller's.  False when the
+ * connection is over (the end, garbage, a fatal ERROR). */
+typedef bool datd_dispatch_fn(void *ctx, struct datd_packet *pkt);
 
 struct datd_later {
         uint32_t request_id;
@@ -112,16 +121,17 @@ struct datd_conn {
          * (progress_tag, while it runs), and the one holding read_lock to
          * dispatch now (dispatcher_tag: the progress thread between
          * datd_conn_begin_read and end_read, a thread that took the socket
-         * over); 0 for none.  Such a thread that makes a round trip of its
-         * own reads past other packets to its reply, into backlog (under
-         * read_lock), which the dispatch takes first: nobody else would
-         * read that reply for it (datd_conn.c, read_past). */
+         * over, a round trip dispatching in place); 0 for none.  Such a
+         * thread that makes a round trip of its own reads past other
+         * packets to its reply: nobody else would read that reply for it
+         * (datd_conn.c, read_past).  Outside a dispatch it dispatches
+         * them in place (dispatch_fn, set by the progress thread's
+         * owner); inside one they go to backlog (under read_lock), which
+         * that dispatch takes before it lets the socket go. */
         uintptr_t progress_tag, dispatcher_tag;
+        datd_dispatch_fn *dispatch_fn;
+        void *dispatch_ctx;
         struct datd_backlog backlog;
-        /* Wakes the progress thread for a backlog its socket may not wake
-         * it for (datd_conn.c, wake_dispatch); -1 until needed, under
-         * watch_lock. */
-        int dispatch_kick_fd;
         /* Whether a caller spins for its reply before it sleeps
          * (datd_conn.c, score_spin); under lock. */
         unsigned spin_score;
@@ -200,6 +210,11 @@ void datd_conn_reader_thread(void);
 /* For conn's progress thread, at its start (true) and its end (false). */
 void datd_conn_set_progress_thread(struct datd_conn *conn, bool here);
 
+/* For the progress thread's owner, before the thread starts: how a round
+ * trip of that thread outside its dispatch (a CNO's agent) dispatches the
+ * packets it reads past (datd_conn.c, read_past). */
+void datd_conn_set_dispatch(struct datd_conn *conn, datd_dispatch_fn *fn, void *ctx);
+
 /* Whether the calling thread is the one that dispatches what datd sends
  * on conn: its progress thread, or a thread holding the socket to
  * dispatch (datd_conn_begin_read, datd_conn_take_over).  Nothing it
@@ -209,8 +224,9 @@ bool datd_conn_reads_here(const struct datd_conn *conn);
 
 /* For the socket's dispatching reader, under read_lock (between
  * datd_conn_begin_read and end_read, or while the socket is taken over):
- * the oldest packet a round trip of the reader's read past (datd_backlog.h),
- * to dispatch before any read from the socket, or NULL. */
+ * the oldest packet a round trip inside its dispatch read past
+ * (datd_backlog.h), to dispatch before any read from the socket and before
+ * the socket is let go, or NULL. */
 struct datd_packet *datd_conn_backlog_pop(struct datd_conn *conn);
 
 /* Whether such packets wait (without read_lock: a hint). */
@@ -225,9 +241,7 @@ bool datd_conn_backlogged(const struct datd_conn *conn);
  * the eventfd that datd_conn_kick_reader makes readable, *was_reader what
  * the caller gives datd_conn_give_back.  False when another thread reads
  * (the progress thread, a caller reading its own reply), the progress
- * thread does not run or is being stopped, no eventfd can be made, or
- * packets the progress thread read past wait for its dispatch (which must
- * come first). */
+ * thread does not run or is being stopped, or no eventfd can be made. */
 bool datd_conn_take_over(struct datd_conn *conn, int *kick_fd, bool *was_reader);
 void datd_conn_give_back(struct datd_conn *conn, bool was_reader);
 

@@ -100,8 +100,15 @@ static bool take_one(struct ia *ia, const union datp_message *m, ssize_t len, in
         return !(m->hdr.type == DATP_ERROR && m->error.fatal);
 }
 
-/* Dispatches, in order, the packets that a round trip of the socket's
- * reader read past to its reply (datd_conn.h, datd_conn_backlog_pop):
+/* A packet a round trip of the progress thread read past outside its
+ * dispatch (datd_conn.h, datd_dispatch_fn). */
+static bool take_packet(void *ctx, struct datd_packet *pkt)
+{
+        return take_one(ctx, &pkt->msg, pkt->len, pkt->fds, pkt->nfds);
+}
+
+/* Dispatches, in order, the packets that a round trip inside the
+ * dispatch read past to its reply (datd_conn.h, datd_conn_backlog_pop):
  * datd sent them before anything still on the socket.  False when the
  * connection is over. */
 static bool take_backlog(struct ia *ia)
@@ -109,7 +116,7 @@ static bool take_backlog(struct ia *ia)
         struct datd_packet *pkt;
 
         while ((pkt = datd_conn_backlog_pop(&ia->conn))) {
-                bool ok = take_one(ia, &pkt->msg, pkt->len, pkt->fds, pkt->nfds);
+                bool ok = take_packet(ia, pkt);
 
                 /* Its descriptors are taken or closed. */
                 free(pkt);
@@ -221,6 +228,7 @@ DAT_RETURN progress_start(struct ia *ia)
                 return DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         }
         __atomic_store_n(&ia->conn.reader_evicted, false, __ATOMIC_RELEASE);
+        datd_conn_set_dispatch(&ia->conn, take_packet, ia);
         datd_conn_set_threaded(&ia->conn, true);
         /* The consumer's signals are for the consumer's threads. */
         sigfillset(&all);

@@ -16,6 +16,7 @@
 
 #include "libdat/evd.h"
 #include "libdat/ia.h"
+#include "libdat/progress.h"
 #include "tests/conn/conn_test.h"
 #include "tests/evd/evd_waiter_peek.h"
 
@@ -63,20 +64,29 @@ static bool state_within_5_s(const char *path, char state)
         return false;
 }
 
-/* A thread making a round trip to datd: dat_evd_create. */
+/* A thread making a round trip to datd: dat_evd_create.  With check_evd,
+ * it then counts the events queued there (found) at once, before anything
+ * else could dispatch more: those datd sent ahead of its reply. */
 struct creator {
         DAT_IA_HANDLE ia;
         pid_t tid;
         DAT_RETURN ret;
+        DAT_EVD_HANDLE check_evd;
+        int found;
+        bool done;
 };
 
 static void *creator_main(void *arg)
 {
         struct creator *c = arg;
         DAT_EVD_HANDLE evd;
+        DAT_EVENT ev;
 
         __atomic_store_n(&c->tid, gettid(), __ATOMIC_RELEASE);
         c->ret = dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG, &evd);
+        while (c->check_evd && dat_evd_dequeue(c->check_evd, &ev) == DAT_SUCCESS)
+                c->found++;
+        __atomic_store_n(&c->done, true, __ATOMIC_RELEASE);
         return NULL;
 }
 
@@ -374,6 +384,25 @@ static void start_agent_with_a_request_queued(struct side *a, struct side *p, DA
         cr_assert(readable_within_5_s(run->datd_fd), "the second request never came");
 }
 
+/* Starts a thread's dat_evd_create on p (other, set up but for the IA)
+ * that finds a packet at the head of p's socket: it hands over and sleeps
+ * until its reply is delivered. */
+static void start_handed_over_call(const struct side *p, struct creator *other, pthread_t *thread)
+{
+        struct datd_conn *conn = &ia_lookup(p->ia)->conn;
+        char path[64];
+
+        other->ia = p->ia;
+        cr_assert_eq(pthread_create(thread, NULL, creator_main, other), 0);
+        while (!__atomic_load_n(&other->tid, __ATOMIC_ACQUIRE))
+                dat_nap();
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)other->tid);
+        for (time_t end = time(NULL) + 5;
+             !__atomic_load_n(&conn->wait_id, __ATOMIC_ACQUIRE) && time(NULL) < end;)
+                dat_nap();
+        cr_assert(state_within_5_s(path, 'S'), "the other round trip never slept");
+}
+
 /* The agent's round trip reads past the request to its reply; the request
  * is dispatched after the first, once the agent returned. */
 Test(reader, a_round_trip_on_the_progress_thread_reads_past_an_event_to_its_reply)
@@ -410,23 +439,13 @@ Test(reader, a_round_trip_on_the_progress_thread_delivers_the_reply_of_the_call_
         DAT_CONN_QUAL q = fresh_qual();
         DAT_EVD_HANDLE cr_evd;
         pthread_t thread;
-        char path[64];
 
         side_open(&a);
         side_open(&p);
         cr_evd = listen_with_queued_agent(&p, q, &run);
         start_agent_with_a_request_queued(&a, &p, q, &run);
-        other.ia = p.ia;
-        cr_assert_eq(pthread_create(&thread, NULL, creator_main, &other), 0);
-        while (!__atomic_load_n(&other.tid, __ATOMIC_ACQUIRE))
-                dat_nap();
-        /* It finds the request at the head, hands over and sleeps. */
-        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)other.tid);
-        for (time_t end = time(NULL) + 5;
-             !__atomic_load_n(&ia_lookup(p.ia)->conn.wait_id, __ATOMIC_ACQUIRE) &&
-             time(NULL) < end;)
-                dat_nap();
-        cr_assert(state_within_5_s(path, 'S'), "the other round trip never slept");
+        /* It finds the request at the head. */
+        start_handed_over_call(&p, &other, &thread);
         __atomic_store_n(&run.go, true, __ATOMIC_RELEASE);
         cr_assert(flag_within_8_s(&run.done), "the agent never ended");
         cr_expect_eq(run.ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x after %.3f s",
@@ -542,6 +561,217 @@ Test(reader, a_round_trip_of_an_agent_a_completion_triggered_leaves_no_event_beh
                      run.ret, run.took);
         cr_expect_lt(run.took, 2.0, "the agent's dat_evd_create took %.3f s", run.took);
         expect_request_numbered(p.cr_evd, 2);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* An agent on p's progress thread that, once its round trip read past a
+ * request (as in start_agent_with_a_request_queued), waits on a CR EVD for
+ * that request, or goes on for a while (until release). */
+struct going_on_agent {
+        struct queued_agent run;
+        DAT_EVD_HANDLE wait_evd;        /* NULL: it goes on until release */
+        DAT_RETURN wait_ret;
+        DAT_EVENT event;
+        bool created, release;
+};
+
+static void going_on_agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
+{
+        struct going_on_agent *g = data;
+        DAT_EVD_HANDLE made;
+        DAT_COUNT nmore;
+
+        (void)evd;
+        __atomic_store_n(&g->run.started, true, __ATOMIC_RELEASE);
+        if (!flag_within_8_s(&g->run.go) || !readable_within_5_s(g->run.datd_fd)) {
+                g->run.ret = DAT_ABORT;
+        } else {
+                g->run.ret = dat_evd_create(g->run.ia, 8, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG,
+                                            &made);
+                __atomic_store_n(&g->created, true, __ATOMIC_RELEASE);
+                if (g->wait_evd)
+                        g->wait_ret = dat_evd_wait(g->wait_evd, 3 * 1000 * 1000, 1, &g->event,
+                                                   &nmore);
+                else
+                        (void)flag_within_8_s(&g->release);
+        }
+        __atomic_store_n(&g->run.done, true, __ATOMIC_RELEASE);
+}
+
+/* p listens on q with a CR EVD feeding a CNO whose agent is g's. */
+static DAT_EVD_HANDLE listen_with_going_on_agent(struct side *p, DAT_CONN_QUAL q,
+                                                 struct going_on_agent *g)
+{
+        DAT_OS_WAIT_PROXY_AGENT agent = { .instance_data = g,
+                                          .proxy_agent_func = going_on_agent_func };
+        DAT_EVD_HANDLE cr_evd;
+        DAT_CNO_HANDLE cno;
+        DAT_PSP_HANDLE psp;
+
+        g->run.ia = p->ia;
+        g->run.datd_fd = ia_lookup(p->ia)->conn.fd;
+        cr_assert_eq(dat_cno_create(p->ia, agent, &cno), DAT_SUCCESS);
+        cr_assert_eq(dat_evd_create(p->ia, 8, cno, DAT_EVD_CR_FLAG, &cr_evd), DAT_SUCCESS);
+        cr_assert_eq(dat_psp_create(p->ia, q, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+        return cr_evd;
+}
+
+/* a and p open, g's agent started on p's progress thread by a's first
+ * request with the second on p's socket; returns the CR EVD. */
+static DAT_EVD_HANDLE start_going_on_agent(struct side *a, struct side *p,
+                                           struct going_on_agent *g)
+{
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVD_HANDLE cr_evd;
+
+        side_open(a);
+        side_open(p);
+        cr_evd = listen_with_going_on_agent(p, q, g);
+        start_agent_with_a_request_queued(a, p, q, &g->run);
+        return cr_evd;
+}
+
+/* The agent's round trip read the second request past: it was dispatched
+ * there, so the agent's own dat_evd_wait finds it (the request waited in
+ * a backlog for the agent to return, and the wait, refused the socket
+ * meanwhile, ended DAT_TIMEOUT_EXPIRED; forever without a timeout). */
+Test(reader, an_agent_waits_for_the_request_its_round_trip_read_past)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct going_on_agent g = { .run.ret = DAT_SUCCESS, .wait_ret = DAT_SUCCESS };
+        DAT_CONN_QUAL q1 = fresh_qual(), q2 = fresh_qual();
+        DAT_CR_PARAM param;
+
+        side_open(&a);
+        side_open(&p);
+        listen_with_going_on_agent(&p, q1, &g);
+        g.wait_evd = p.cr_evd;
+        side_psp(&p, q2);
+        connect_numbered(side_ep(&a), &p, q1, 1);
+        cr_assert(flag_within_8_s(&g.run.started), "the agent never started");
+        connect_numbered(side_ep(&a), &p, q2, 2);
+        cr_assert(readable_within_5_s(g.run.datd_fd), "the second request never came");
+        __atomic_store_n(&g.run.go, true, __ATOMIC_RELEASE);
+        cr_assert(flag_within_8_s(&g.run.done), "the agent never ended");
+        cr_expect_eq(g.run.ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x", g.run.ret);
+        cr_assert_eq(g.wait_ret, DAT_SUCCESS, "the agent's dat_evd_wait: 0x%08x", g.wait_ret);
+        cr_assert_eq(g.event.event_number, DAT_CONNECTION_REQUEST_EVENT);
+        cr_assert_eq(dat_cr_query(g.event.event_data.cr_arrival_event_data.cr_handle,
+                                  DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
+        cr_expect_eq(*(unsigned char *)param.private_data, 2);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* While the agent goes on after its round trip read a request past, the
+ * socket is free: another thread's round trip reads its reply (it was
+ * refused the socket while the request waited in a backlog for the agent
+ * to return, handed over to the progress thread, running the agent, and
+ * failed after 10 s). */
+Test(reader, another_round_trip_while_an_agent_goes_on_after_reading_past_ends_at_once)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct going_on_agent g = { .run.ret = DAT_SUCCESS };
+        struct creator other = { .ret = DAT_SUCCESS };
+        DAT_EVD_HANDLE cr_evd = start_going_on_agent(&a, &p, &g);
+        pthread_t thread;
+        bool ended;
+
+        __atomic_store_n(&g.run.go, true, __ATOMIC_RELEASE);
+        cr_assert(flag_within_8_s(&g.created), "the agent's dat_evd_create never returned");
+        cr_expect_eq(g.run.ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x", g.run.ret);
+        other.ia = p.ia;
+        cr_assert_eq(pthread_create(&thread, NULL, creator_main, &other), 0);
+        ended = joined_within(thread, 5);
+        __atomic_store_n(&g.release, true, __ATOMIC_RELEASE);
+        cr_assert(ended, "the other dat_evd_create waited 5 s for the agent");
+        cr_expect_eq(other.ret, DAT_SUCCESS, "the other dat_evd_create: 0x%08x", other.ret);
+        cr_assert(flag_within_8_s(&g.run.done), "the agent never ended");
+        expect_request_numbered(cr_evd, 1);
+        expect_request_numbered(cr_evd, 2);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* Another thread's round trip handed over behind the second request: the
+ * agent's round trip reads both past, and that thread returns with the
+ * request dispatched (its reply was delivered at once, the request left
+ * in a backlog until the agent returned). */
+Test(reader, a_reply_an_agent_reads_past_comes_after_the_events_ahead_of_it)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct going_on_agent g = { .run.ret = DAT_SUCCESS };
+        struct creator other = { .ret = DAT_SUCCESS };
+        DAT_EVD_HANDLE cr_evd = start_going_on_agent(&a, &p, &g);
+        pthread_t thread;
+
+        other.check_evd = cr_evd;
+        start_handed_over_call(&p, &other, &thread);
+        __atomic_store_n(&g.run.go, true, __ATOMIC_RELEASE);
+        /* The agent goes on meanwhile. */
+        cr_assert(flag_within_8_s(&other.done), "the other round trip never ended");
+        __atomic_store_n(&g.release, true, __ATOMIC_RELEASE);
+        cr_assert(joined_within(thread, 5), "the other thread never ended");
+        cr_expect_eq(other.ret, DAT_SUCCESS, "the other dat_evd_create: 0x%08x", other.ret);
+        cr_expect_eq(other.found, 2, "%d requests were there when the other call returned",
+                     other.found);
+        cr_assert(flag_within_8_s(&g.run.done), "the agent never ended");
+        cr_expect_eq(g.run.ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x", g.run.ret);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* This thread takes p's socket over, as a waiter in dat_evd_wait does. */
+static void take_over_within_5_s(struct side *p, bool *was_reader)
+{
+        struct datd_conn *conn = &ia_lookup(p->ia)->conn;
+        bool taken = false;
+        int kick_fd;
+
+        for (time_t end = time(NULL) + 5; !taken && time(NULL) < end;)
+                if (!(taken = datd_conn_take_over(conn, &kick_fd, was_reader)))
+                        dat_nap();
+        cr_assert(taken, "the socket was never free to take over");
+}
+
+/* A round trip inside a dispatch (an agent run at once past CNO_HELD_MAX;
+ * here this thread, holding p's socket to dispatch) reads past a request
+ * and another thread's reply behind it: that thread returns only once
+ * the dispatch took the request (its reply was delivered at once, the
+ * request left in the backlog). */
+Test(reader, a_reply_read_past_inside_a_dispatch_comes_after_the_events_ahead_of_it)
+{
+        struct side a = { 0 }, p = { 0 };
+        struct creator other = { .ret = DAT_SUCCESS };
+        DAT_CONN_QUAL q = fresh_qual();
+        struct datd_conn *conn;
+        DAT_EVD_HANDLE made;
+        bool was_reader;
+        pthread_t thread;
+
+        side_open(&a);
+        side_open(&p);
+        conn = &ia_lookup(p.ia)->conn;
+        side_psp(&p, q);
+        take_over_within_5_s(&p, &was_reader);
+        connect_numbered(side_ep(&a), &p, q, 1);
+        cr_assert(readable_within_5_s(conn->fd), "the request never came");
+        other.check_evd = p.cr_evd;
+        start_handed_over_call(&p, &other, &thread);
+        cr_expect_eq(dat_evd_create(p.ia, 8, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG, &made),
+                     DAT_SUCCESS);
+        /* A second for the other call to return, had it been let go
+         * before the dispatch takes the backlog. */
+        for (time_t end = time(NULL) + 1;
+             !__atomic_load_n(&other.done, __ATOMIC_ACQUIRE) && time(NULL) <= end;)
+                dat_nap();
+        cr_assert(progress_read(ia_lookup(p.ia)), "the dispatch found the end of the connection");
+        datd_conn_give_back(conn, was_reader);
+        cr_assert(joined_within(thread, 5), "the other round trip never ended");
+        cr_expect_eq(other.ret, DAT_SUCCESS, "the other dat_evd_create: 0x%08x", other.ret);
+        cr_expect_eq(other.found, 1, "%d requests were there when the other call returned",
+                     other.found);
         side_close(&a);
         side_close(&p);
 }
