@@ -559,6 +559,8 @@ static DAT_RETURN read_one_in_place(struct datd_conn *conn, uint32_t own_id,
         return DAT_ERR(DAT_INTERNAL_ERROR, DAT_NO_SUBTYPE);
 }
 
+void (*datd_conn_test_before_take)(struct datd_conn *conn);
+
 /* How long read_past, waiting for conn->lock, reads the socket before it
  * looks at the lock again (its holder lets it go without a word). */
 #define READ_PAST_SLICE_NS 1000000LL
@@ -607,9 +609,22 @@ static DAT_RETURN read_past(struct datd_conn *conn, uint32_t own_id, union datp_
                 }
                 if (now >= deadline)
                         return no_reply(why);
-                if (!held && pthread_mutex_trylock(&conn->read_lock) != 0) {
-                        nanosleep(&nap, NULL);
-                        continue;
+                if (!held) {
+                        if (datd_conn_test_before_take)
+                                datd_conn_test_before_take(conn);
+                        if (pthread_mutex_trylock(&conn->read_lock) != 0) {
+                                nanosleep(&nap, NULL);
+                                continue;
+                        }
+                        /* The thread that read (a waiter that took the
+                         * socket over) may have delivered the reply and
+                         * let go since we looked: nothing more would come
+                         * for us, and wait_packet would wait until the
+                         * deadline with read_lock held. */
+                        if (past_done(conn, own_id, own, in_dispatch)) {
+                                pthread_mutex_unlock(&conn->read_lock);
+                                return DAT_SUCCESS;
+                        }
                 }
                 if (wait_packet(conn, 0, until < deadline ? until : deadline))
                         ret = in_dispatch ? read_one_past(conn, own_id, reply, &own, why)

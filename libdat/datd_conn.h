@@ -229,6 +229,11 @@ bool datd_conn_reads_here(const struct datd_conn *conn);
  * the socket is let go, or NULL. */
 struct datd_packet *datd_conn_backlog_pop(struct datd_conn *conn);
 
+/* For tests: called by a round trip of the thread that dispatches what
+ * datd sends each time before it tries to take the socket another thread
+ * read (datd_conn.c, read_past); NULL elsewhere. */
+extern void (*datd_conn_test_before_take)(struct datd_conn *conn);
+
 /* Whether such packets wait (without read_lock: a hint). */
 bool datd_conn_backlogged(const struct datd_conn *conn);
 

@@ -223,11 +223,13 @@ Test(reader, a_cno_agent_triggered_by_the_progress_thread_may_call_datd)
         side_close(&p);
 }
 
-/* A thread in dat_evd_wait for one event (10 s at most). */
+/* A thread in dat_evd_wait for one event (timeout_us, 0 for 10 s). */
 struct conn_waiter {
         DAT_EVD_HANDLE evd;
+        DAT_TIMEOUT timeout_us;
         DAT_RETURN ret;
         DAT_EVENT event;
+        bool done;
 };
 
 static void *conn_waiter_main(void *arg)
@@ -235,7 +237,9 @@ static void *conn_waiter_main(void *arg)
         struct conn_waiter *w = arg;
         DAT_COUNT n;
 
-        w->ret = dat_evd_wait(w->evd, CONN_EVENT_WAIT_US, 1, &w->event, &n);
+        w->ret = dat_evd_wait(w->evd, w->timeout_us ? w->timeout_us : CONN_EVENT_WAIT_US, 1,
+                              &w->event, &n);
+        __atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
         return NULL;
 }
 
@@ -772,6 +776,103 @@ Test(reader, a_reply_read_past_inside_a_dispatch_comes_after_the_events_ahead_of
         cr_expect_eq(other.ret, DAT_SUCCESS, "the other dat_evd_create: 0x%08x", other.ret);
         cr_expect_eq(other.found, 1, "%d requests were there when the other call returned",
                      other.found);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* An agent on p's progress thread whose round trip waits while a waiter
+ * holds p's socket, with the waiter's delivery of its reply and the
+ * waiter's give-back put between its look at the reply and its taking of
+ * the socket (datd_conn_test_before_take). */
+static struct taken_meanwhile {
+        struct datd_conn *conn;
+        pid_t datd;
+        const bool *waiter_done;
+        bool started, go, done, hooked;
+        DAT_RETURN ret;
+        double after_hook;              /* how long the call took after it */
+} meanwhile;
+
+static void deliver_and_give_back_meanwhile(struct datd_conn *conn)
+{
+        if (conn != meanwhile.conn || meanwhile.hooked)
+                return;
+        meanwhile.hooked = true;
+        kill(meanwhile.datd, SIGCONT);
+        for (time_t end = time(NULL) + 5;
+             !__atomic_load_n(&conn->wait_done, __ATOMIC_ACQUIRE) && time(NULL) < end;)
+                dat_nap();
+        (void)flag_within_8_s(meanwhile.waiter_done);
+        meanwhile.after_hook = now_s();
+}
+
+static void meanwhile_agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
+{
+        DAT_EVD_HANDLE made;
+
+        (void)evd;
+        __atomic_store_n(&meanwhile.started, true, __ATOMIC_RELEASE);
+        if (flag_within_8_s(&meanwhile.go)) {
+                meanwhile.ret = dat_evd_create(data, 8, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG,
+                                               &made);
+                meanwhile.after_hook = now_s() - meanwhile.after_hook;
+        }
+        __atomic_store_n(&meanwhile.done, true, __ATOMIC_RELEASE);
+}
+
+/* The waiter delivered the agent's reply and gave the socket back while
+ * the agent's round trip napped: the round trip ends at once when it
+ * takes the socket (it waited for another packet, 10 s, holding the
+ * socket). */
+Test(reader, a_round_trip_whose_reply_came_while_it_napped_ends_when_it_takes_the_socket)
+{
+        struct side a = { 0 }, p = { 0 };
+        DAT_OS_WAIT_PROXY_AGENT agent = { .proxy_agent_func = meanwhile_agent_func };
+        struct conn_waiter w = { .timeout_us = 1000 * 1000, .ret = DAT_SUCCESS };
+        DAT_CONN_QUAL q = fresh_qual();
+        DAT_EVD_HANDLE cr_evd;
+        DAT_CNO_HANDLE cno;
+        DAT_PSP_HANDLE psp;
+        pthread_t thread;
+        char path[64];
+
+        side_open(&a);
+        side_open(&p);
+        agent.instance_data = p.ia;
+        meanwhile = (struct taken_meanwhile){ .conn = &ia_lookup(p.ia)->conn,
+                                              .datd = conn_datd.pid,
+                                              .waiter_done = &w.done,
+                                              .ret = DAT_SUCCESS };
+        cr_assert_eq(dat_cno_create(p.ia, agent, &cno), DAT_SUCCESS);
+        cr_assert_eq(dat_evd_create(p.ia, 8, cno, DAT_EVD_CR_FLAG, &cr_evd), DAT_SUCCESS);
+        cr_assert_eq(dat_psp_create(p.ia, q, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+        connect_numbered(side_ep(&a), &p, q, 1);
+        /* The agent waits for go on the progress thread, the socket free. */
+        cr_assert(flag_within_8_s(&meanwhile.started), "the agent never started");
+        w.evd = p.conn_evd;
+        cr_assert_eq(pthread_create(&thread, NULL, conn_waiter_main, &w), 0);
+        cr_assert(evd_waiter_within_5_s(evd_lookup(p.conn_evd), EVD_WAITER_READS),
+                  "the waiter never took datd's socket over");
+        /* datd answers once the round trip looked for its reply. */
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)conn_datd.pid);
+        cr_assert_eq(kill(conn_datd.pid, SIGSTOP), 0);
+        cr_assert(state_within_5_s(path, 'T'), "datd did not stop");
+        datd_conn_test_before_take = deliver_and_give_back_meanwhile;
+        __atomic_store_n(&meanwhile.go, true, __ATOMIC_RELEASE);
+        for (time_t end = time(NULL) + 20;
+             !__atomic_load_n(&meanwhile.done, __ATOMIC_ACQUIRE) && time(NULL) < end;)
+                dat_nap();
+        datd_conn_test_before_take = NULL;
+        kill(conn_datd.pid, SIGCONT);
+        cr_assert(joined_within(thread, 5), "the waiter never ended");
+        cr_assert(meanwhile.done, "the agent never ended");
+        cr_assert(meanwhile.hooked, "the round trip never waited for the socket");
+        cr_expect_eq(w.ret, DAT_ERR(DAT_TIMEOUT_EXPIRED, DAT_NO_SUBTYPE));
+        cr_expect_eq(meanwhile.ret, DAT_SUCCESS, "the agent's dat_evd_create: 0x%08x",
+                     meanwhile.ret);
+        cr_expect_lt(meanwhile.after_hook, 2.0,
+                     "the agent's dat_evd_create took %.3f s after its reply came",
+                     meanwhile.after_hook);
         side_close(&a);
         side_close(&p);
 }
