@@ -30,7 +30,7 @@ int datd_backlog_make_room(struct datd_backlog *b)
 void datd_backlog_push(struct datd_backlog *b, struct datd_packet *p)
 {
         b->ring[(b->head + b->n) % b->cap] = p;
-        __atomic_store_n(&b->n, b->n + 1, __ATOMIC_RELAXED);
+        b->n++;
 }
 
 struct datd_packet *datd_backlog_pop(struct datd_backlog *b)
@@ -41,7 +41,7 @@ struct datd_packet *datd_backlog_pop(struct datd_backlog *b)
                 return NULL;
         p = b->ring[b->head];
         b->head = (b->head + 1) % b->cap;
-        __atomic_store_n(&b->n, b->n - 1, __ATOMIC_RELAXED);
+        b->n--;
         return p;
 }
 

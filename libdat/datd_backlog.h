@@ -5,7 +5,7 @@
  * not be dispatched in place.  They wait here, in the order datd sent them,
  * for that dispatch (progress.c), which takes them before it reads the
  * socket again and before it lets the socket go.  Under the connection's
- * read_lock; the count may be looked at without it. */
+ * read_lock. */
 #ifndef DATD_LIBDAT_DATD_BACKLOG_H
 #define DATD_LIBDAT_DATD_BACKLOG_H
 
@@ -32,11 +32,6 @@ struct datd_backlog {
         struct datd_packet **ring;      /* cap slots, n from head on */
         size_t head, n, cap;
 };
-
-static inline bool datd_backlog_empty(const struct datd_backlog *b)
-{
-        return __atomic_load_n(&b->n, __ATOMIC_RELAXED) == 0;
-}
 
 /* Makes room for one more packet, before it is read (a packet read is
  * never dropped): -ENOBUFS at DATD_BACKLOG_MAX, -ENOMEM. */

@@ -393,11 +393,6 @@ struct datd_packet *datd_conn_backlog_pop(struct datd_conn *conn)
         return datd_backlog_pop(&conn->backlog);
 }
 
-bool datd_conn_backlogged(const struct datd_conn *conn)
-{
-        return !datd_backlog_empty(&conn->backlog);
-}
-
 void datd_conn_set_dispatch(struct datd_conn *conn, datd_dispatch_fn *fn, void *ctx)
 {
         conn->dispatch_fn = fn;

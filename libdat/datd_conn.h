@@ -234,9 +234,6 @@ struct datd_packet *datd_conn_backlog_pop(struct datd_conn *conn);
  * read (datd_conn.c, read_past); NULL elsewhere. */
 extern void (*datd_conn_test_before_take)(struct datd_conn *conn);
 
-/* Whether such packets wait (without read_lock: a hint). */
-bool datd_conn_backlogged(const struct datd_conn *conn);
-
 /* For an application thread about to sleep until datd sends an event (a
  * dat_evd_wait on an EVD of connection events): it reads the socket and
  * dispatches what comes itself, as the progress thread would (in order,

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -165,34 +164,26 @@ bool progress_read(struct ia *ia)
 /* The packet is read and dispatched under the socket's reader lock, so
  * that a caller reading its own reply (datd_conn.h) never returns before
  * an event that datd sent ahead of that reply is dispatched.  A caller
- * holding the lock reads what is there itself. */
+ * holding the lock reads what is there itself; a waiter that took the
+ * socket over dispatches it, and the backlog that a round trip inside its
+ * dispatch read past it takes before it lets the socket go: nothing here
+ * waits for it (this thread spun on sched_yield for as long as that
+ * waiter's agent ran). */
 static bool read_one(void *arg)
 {
         struct progress *p = arg;
-        struct datd_conn *conn = &p->ia->conn;
-        bool ok = true;
+        struct cno_held held;
+        bool ok;
 
-        do {
-                struct cno_held held;
-
-                if (!datd_conn_begin_read(conn)) {
-                        if (!datd_conn_backlogged(conn))
-                                return true;
-                        /* The holder lets go at once: while a backlog
-                         * waits nobody else takes the socket
-                         * (start_reading), and the socket may hold
-                         * nothing that would wake us. */
-                        sched_yield();
-                        continue;
-                }
-                /* A CNO's agent runs once the socket is free (cno.h). */
-                cno_notices_hold(&held);
-                ok = read_one_locked(p);
-                datd_conn_end_read(conn);
-                cno_notices_release(&held);
-                /* An agent's round trip may have read past packets of
-                 * datd (datd_conn.c, read_past). */
-        } while (ok && datd_conn_backlogged(conn));
+        if (!datd_conn_begin_read(&p->ia->conn))
+                return true;
+        /* A CNO's agent runs once the socket is free (cno.h); its round
+         * trips dispatch what they read past in place (datd_conn.c,
+         * read_past). */
+        cno_notices_hold(&held);
+        ok = read_one_locked(p);
+        datd_conn_end_read(&p->ia->conn);
+        cno_notices_release(&held);
         return ok;
 }
 

@@ -19,8 +19,8 @@ struct ia;
 DAT_RETURN progress_start(struct ia *ia);
 
 /* Reads the packets datd sent that are there and dispatches them, as the
- * thread does (after those a round trip of the reader's read past,
- * datd_conn_backlog_pop); for a thread that took the socket over
+ * thread does, and those a round trip inside that dispatch read past
+ * (datd_conn_backlog_pop); for a thread that took the socket over
  * (datd_conn_take_over), whose read_lock also guards the buffers used.
  * False when the connection is over (datd went, or broke the protocol). */
 bool progress_read(struct ia *ia);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -873,6 +874,90 @@ Test(reader, a_round_trip_whose_reply_came_while_it_napped_ends_when_it_takes_th
         cr_expect_lt(meanwhile.after_hook, 2.0,
                      "the agent's dat_evd_create took %.3f s after its reply came",
                      meanwhile.after_hook);
+        side_close(&a);
+        side_close(&p);
+}
+
+/* The agent of a CNO that notes the thread it runs on. */
+static void tid_agent_func(DAT_PVOID data, DAT_EVD_HANDLE evd)
+{
+        (void)evd;
+        __atomic_store_n((pid_t *)data, gettid(), __ATOMIC_RELEASE);
+}
+
+/* Whether the thread tid is asleep (S) for 10 looks in a row, 10 ms
+ * apart, within 5 s. */
+static bool asleep_within_5_s(pid_t tid)
+{
+        char path[64];
+        int in_a_row = 0;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+        for (time_t end = time(NULL) + 5; in_a_row < 10 && time(NULL) < end;) {
+                const struct timespec ten_ms = { .tv_nsec = 10 * 1000 * 1000 };
+
+                in_a_row = proc_stat_state(path) == 'S' ? in_a_row + 1 : 0;
+                nanosleep(&ten_ms, NULL);
+        }
+        return in_a_row == 10;
+}
+
+/* The progress thread woken for p's socket while a waiter that took it
+ * over holds it to dispatch, with a backlog that a round trip inside that
+ * dispatch read past (an agent run at once past CNO_HELD_MAX; here this
+ * thread): the waiter takes the backlog before it lets the socket go, and
+ * the progress thread goes back to sleep (it spun on sched_yield until
+ * the waiter let go, as long as the agent ran). */
+Test(reader, the_progress_thread_does_not_wait_for_a_backlog_another_thread_holds)
+{
+        struct side a = { 0 }, p = { 0 };
+        pid_t progress_tid = 0;
+        DAT_OS_WAIT_PROXY_AGENT agent = { .instance_data = &progress_tid,
+                                          .proxy_agent_func = tid_agent_func };
+        DAT_CONN_QUAL q = fresh_qual();
+        struct datd_conn *conn;
+        struct epoll_event ev;
+        DAT_EVD_HANDLE cr_evd, made;
+        DAT_CNO_HANDLE cno;
+        DAT_PSP_HANDLE psp;
+        uint64_t rounds;
+        bool was_reader;
+
+        side_open(&a);
+        side_open(&p);
+        conn = &ia_lookup(p.ia)->conn;
+        cr_assert_eq(dat_cno_create(p.ia, agent, &cno), DAT_SUCCESS);
+        cr_assert_eq(dat_evd_create(p.ia, 8, cno, DAT_EVD_CR_FLAG, &cr_evd), DAT_SUCCESS);
+        cr_assert_eq(dat_psp_create(p.ia, q, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+        connect_numbered(side_ep(&a), &p, q, 1);
+        for (time_t end = time(NULL) + 5;
+             !__atomic_load_n(&progress_tid, __ATOMIC_ACQUIRE) && time(NULL) < end;)
+                dat_nap();
+        cr_assert(progress_tid, "the agent never ran");
+        take_over_within_5_s(&p, &was_reader);
+        connect_numbered(side_ep(&a), &p, q, 2);
+        cr_assert(readable_within_5_s(conn->fd), "the second request never came");
+        cr_assert_eq(dat_evd_create(p.ia, 8, DAT_HANDLE_NULL, DAT_EVD_SOFTWARE_FLAG, &made),
+                     DAT_SUCCESS);
+        cr_assert_eq(conn->backlog.n, 1, "the round trip read %zu packets past",
+                     conn->backlog.n);
+        connect_numbered(side_ep(&a), &p, q, 3);
+        cr_assert(readable_within_5_s(conn->fd), "the third request never came");
+        /* As if the progress thread had been woken by the third request
+         * before this thread turned its watch off: once. */
+        rounds = __atomic_load_n(&ia_lookup(p.ia)->dto.rounds, __ATOMIC_RELAXED);
+        ev = (struct epoll_event){ .events = EPOLLIN | EPOLLET, .data.u64 = conn->watch_key };
+        cr_assert_eq(epoll_ctl(conn->watch_epfd, EPOLL_CTL_MOD, conn->fd, &ev), 0);
+        for (time_t end = time(NULL) + 5;
+             __atomic_load_n(&ia_lookup(p.ia)->dto.rounds, __ATOMIC_RELAXED) == rounds &&
+             time(NULL) < end;)
+                dat_nap();
+        cr_expect(asleep_within_5_s(progress_tid), "the progress thread never slept again");
+        cr_assert(progress_read(ia_lookup(p.ia)), "the dispatch found the end of the connection");
+        datd_conn_give_back(conn, was_reader);
+        expect_request_numbered(cr_evd, 1);
+        expect_request_numbered(cr_evd, 2);
+        expect_request_numbered(cr_evd, 3);
         side_close(&a);
         side_close(&p);
 }
