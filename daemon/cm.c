@@ -18,6 +18,7 @@
 
 #include "common/macro.h"
 #include "daemon/cm.h"
+#include "daemon/host_addrs.h"
 #include "daemon/list.h"
 #include "daemon/log.h"
 #include "daemon/manager.h"
@@ -337,6 +338,25 @@ static CmLink *link_incoming_from_same_host(const CmLink *l)
         return NULL;
 }
 
+/* Why a HELLO makes no link, or NULL.  A link is to another host's datd,
+ * and what comes over it is served as another host's (conn.c's
+ * remote_target), out of reach of datd.conf's allow_users and allow_groups,
+ * which name this host's users: a link to datd itself (an address of this
+ * host conn.c did not recognise) let any local user reach a restricted IA's
+ * listeners, and so did a process of this host speaking CM to the port.
+ * Only one datd serves a host (its cm_port is the one every datd connects
+ * to), so neither is ever another datd. */
+static const char *hello_refuses(const CmLink *l, const struct cm_hello *hello)
+{
+        Manager *m = l->manager;
+
+        if (memcmp(hello->host_id, m->host_id.bytes, sizeof(hello->host_id)) == 0)
+                return "its HELLO carries this datd's own host_id: a link to itself";
+        if (!l->outgoing && host_addrs_holds(m->host_addrs, (const struct sockaddr *) &l->addr))
+                return "it comes from an address of this host, where no other datd runs";
+        return NULL;
+}
+
 /* One whole message in l->rbuf: false if it breaks the protocol. */
 static bool link_dispatch(CmLink *l, const char **why)
 {
@@ -367,6 +387,9 @@ static bool link_dispatch(CmLink *l, const char **why)
                 for (char *p = v; *p; p++)
                         if (*p < 0x20 || *p > 0x7e)
                                 *p = '?';
+                *why = hello_refuses(l, hello);
+                if (*why)
+                        return false;
                 memcpy(l->host_id, hello->host_id, sizeof(l->host_id));
                 if (!l->outgoing) {
                         /* One link per pair of datds (PROTOCOL.md §14),
@@ -624,15 +647,7 @@ static int cm_on_accept(sd_event_source *s, int fd, uint32_t revents, void *user
                 return 0;
         }
         /* An IPv4 peer on the dual-stack socket is ::ffff:a.b.c.d: keep it IPv4. */
-        if (peer.ss_family == AF_INET6 &&
-            IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *) &peer)->sin6_addr)) {
-                struct sockaddr_in sin = { .sin_family = AF_INET };
-
-                memcpy(&sin.sin_addr, &((struct sockaddr_in6 *) &peer)->sin6_addr.s6_addr[12], 4);
-                memset(&peer, 0, sizeof(peer));
-                memcpy(&peer, &sin, sizeof(sin));
-                len = sizeof(sin);
-        }
+        sockaddr_unmap_v4(&peer, &len);
         link_new(m, cfd, false, &peer, len);
         return 0;
 }

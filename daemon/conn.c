@@ -346,10 +346,17 @@ static bool addr_same_ip(const struct sockaddr_storage *a, const struct sockaddr
  * NULL when the address is another host's.  Loopback, the connecting IA's own
  * address, or an address of this host no other IA claims all stay on the
  * connecting IA (a shm IA reaches its own listeners at 127.0.0.1 or at the
- * host's address); an address of another IA of this host reaches that IA. */
+ * host's address); an address of another IA of this host reaches that IA.
+ * The unspecified address (0.0.0.0, ::) is this host to connect(2), as
+ * loopback is: it stays on the connecting IA too (PROTOCOL.md, CONNECT).
+ * Whatever is not recognised here goes to the CM port of the host that has
+ * it: one of this host that slipped through came back as another host's
+ * request, out of reach of the IAs' policy (cm.c now refuses such a link,
+ * and the request fails UNREACHABLE).  ss is in its IPv4 form already
+ * (conn_handle_connect). */
 static Ia *local_target(Manager *m, Ia *from, const struct sockaddr_storage *ss)
 {
-        if (addr_is_loopback(ss))
+        if (addr_is_loopback(ss) || sockaddr_is_unspecified((const struct sockaddr *) ss))
                 return from;
         if (from->address_len > 0 && addr_same_ip(&from->address, ss))
                 return from;
@@ -1728,6 +1735,9 @@ int conn_handle_connect(Client *c, const struct datp_connect *req)
                 remote_len = o->remote_len;
                 qual = o->remote_conn_qual;
         }
+        /* ::ffff:a.b.c.d is a.b.c.d, to find the IA or the host it names as
+         * to show it. */
+        sockaddr_unmap_v4(&remote, &remote_len);
         if (c->n_connecting >= lim->max_pending_connects_per_client)
                 limit = "max_pending_connects_per_client";
         else if (c->n_conns >= lim->max_connections_per_client)
@@ -2161,17 +2171,26 @@ void conn_foreach_connection(Manager *m, void (*fn)(const ConnInfo *, void *), v
 /* ---- another host's datd (cm.h) --------------------------------------------- */
 
 /* The IA a request from another host reaches: the tcp IA with the address
- * it connected to, else the first tcp IA (the address is this host's: the
- * other datd sent it here).  Only tcp IAs: the connection's data goes over
- * TCP, and an shm IA may well share the tcp IA's address. */
+ * it connected to, else the first tcp IA open to every user (the address
+ * is this host's: the other datd sent it here).  Only tcp IAs: the
+ * connection's data goes over TCP, and an shm IA may well share the tcp
+ * IA's address.  A restricted IA (allow_users, allow_groups) is reached
+ * from another host only at its own address, never in its stead:
+ * datd.conf(5), ACCESS POLICY. */
 static Ia *remote_target(Manager *m, const struct sockaddr_storage *dst)
 {
+        struct sockaddr_storage ip = *dst;
+        socklen_t len = ip.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                : sizeof(struct sockaddr_in6);
+
+        /* An older datd sends the address as its client gave it. */
+        sockaddr_unmap_v4(&ip, &len);
         for (size_t i = 0; i < m->ias.n; i++)
                 if (m->ias.ias[i].transport == TRANSPORT_TCP && m->ias.ias[i].address_len > 0 &&
-                    addr_same_ip(&m->ias.ias[i].address, dst))
+                    addr_same_ip(&m->ias.ias[i].address, &ip))
                         return &m->ias.ias[i];
         for (size_t i = 0; i < m->ias.n; i++)
-                if (m->ias.ias[i].transport == TRANSPORT_TCP)
+                if (m->ias.ias[i].transport == TRANSPORT_TCP && policy_open_to_all(m->ias.ias[i].config))
                         return &m->ias.ias[i];
         return NULL;
 }
@@ -2198,7 +2217,8 @@ static void cm_connect_req(CmLink *link, const struct cm_conn *msg)
         if (msg->pd_len > m->config->limits.max_private_data)
                 why = "more private data than max_private_data";
         else if (!target)
-                why = "no IA of this host has that address";
+                why = "no tcp IA of this host has that address, and none open to every user "
+                      "stands in";
         else if ((why = listener_refuses(l = listener_find_qual(t, target, msg->conn_qual),
                                          &m->config->limits)))
                 ;

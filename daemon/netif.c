@@ -134,6 +134,29 @@ bool sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
         return false;
 }
 
+void sockaddr_unmap_v4(struct sockaddr_storage *ss, socklen_t *len)
+{
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) ss;
+        struct sockaddr_in sin = { .sin_family = AF_INET };
+
+        if (ss->ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+                return;
+        sin.sin_port = in6->sin6_port;
+        memcpy(&sin.sin_addr, &in6->sin6_addr.s6_addr[12], sizeof(sin.sin_addr));
+        memset(ss, 0, sizeof(*ss));
+        memcpy(ss, &sin, sizeof(sin));
+        *len = sizeof(sin);
+}
+
+bool sockaddr_is_unspecified(const struct sockaddr *sa)
+{
+        if (sa->sa_family == AF_INET)
+                return ((const struct sockaddr_in *) sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+        if (sa->sa_family == AF_INET6)
+                return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *) sa)->sin6_addr);
+        return false;
+}
+
 int netif_find_address(const struct sockaddr *sa, socklen_t len, NetifAddress *ret)
 {
         struct ifaddrs *list;

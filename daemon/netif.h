@@ -32,6 +32,15 @@ bool netif_is_up(const char *ifname);
 /* Same IPv4 or IPv6 address (ports and scopes aside); false for other families. */
 bool sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 
+/* An IPv4-mapped IPv6 address (::ffff:a.b.c.d) made the IPv4 address it
+ * stands for, port kept; *len follows.  Any other address is left as is.
+ * connect(2) on a dual-stack socket reaches the same host either way, and
+ * an IA's or a host's address is kept in its IPv4 form. */
+void sockaddr_unmap_v4(struct sockaddr_storage *ss, socklen_t *len);
+
+/* 0.0.0.0 or ::, which connect(2) takes for this host. */
+bool sockaddr_is_unspecified(const struct sockaddr *sa);
+
 /* Room for sockaddr_to_string(): an IPv6 address with a scope. */
 #define SOCKADDR_STRING_MAX (INET6_ADDRSTRLEN + IF_NAMESIZE + 2)
 

@@ -10,9 +10,14 @@ static bool gid_listed(const IAConfig *ia, gid_t gid)
         return false;
 }
 
+bool policy_open_to_all(const IAConfig *ia)
+{
+        return !ia || !ia->restricted;
+}
+
 bool policy_allows(const IAConfig *ia, const Peer *peer)
 {
-        if (peer->uid == 0 || !ia || !ia->restricted)
+        if (peer->uid == 0 || policy_open_to_all(ia))
                 return true;
         for (size_t i = 0; i < ia->n_allow_uids; i++)
                 if (ia->allow_uids[i] == peer->uid)

@@ -12,4 +12,7 @@
  * primary or a supplementary group. */
 bool policy_allows(const IAConfig *ia, const Peer *peer);
 
+/* Names no users and no groups (or NULL: an IA without configuration). */
+bool policy_open_to_all(const IAConfig *ia);
+
 #endif

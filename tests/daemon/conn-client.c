@@ -382,3 +382,13 @@ socklen_t cc_addr4(struct sockaddr_storage *ss, const char *addr)
         inet_pton(AF_INET, addr, &sin->sin_addr);
         return sizeof(*sin);
 }
+
+socklen_t cc_addr6(struct sockaddr_storage *ss, const char *addr)
+{
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) ss;
+
+        memset(ss, 0, sizeof(*ss));
+        sin6->sin6_family = AF_INET6;
+        inet_pton(AF_INET6, addr, &sin6->sin6_addr);
+        return sizeof(*sin6);
+}

@@ -83,5 +83,7 @@ long cc_disconnect(struct cc *c, uint32_t conn_id, uint32_t flags);
 
 /* An IPv4 sockaddr for a numeric address. */
 socklen_t cc_addr4(struct sockaddr_storage *ss, const char *addr);
+/* An IPv6 sockaddr for a numeric address ("::", "::ffff:192.0.2.1"). */
+socklen_t cc_addr6(struct sockaddr_storage *ss, const char *addr);
 
 #endif

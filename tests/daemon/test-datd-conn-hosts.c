@@ -998,3 +998,223 @@ Test(datd_conn_hosts, a_link_whose_peer_reads_nothing_is_freed)
         close(link);
         stop();
 }
+
+/* ---- this host's addresses and the IAs' policy (datd.conf(5), ACCESS POLICY) */
+
+#define SECURE_QUAL 6301
+#define QUIET_MS 300    /* how long "no request" is watched */
+
+/* Host 1's datd (of n_hosts, host 0's datd as ever) serves a tcp IA
+ * "secure" on the host's address that only daemon may open, and an shm IA
+ * "open" without an address; a is root on secure, listening at SECURE_QUAL. */
+static void start_secure(unsigned n_hosts)
+{
+        _cleanup_free_ char *config = NULL;
+
+        cr_assert_eq(test_net_create(&net, n_hosts), 0);
+        cr_assert_geq(asprintf(&config, "{\"log_level\": \"debug\", \"verbs\": false, \"ias\": ["
+                               "{\"name\": \"secure\", \"transport\": \"tcp\", \"address\": \"%s\", "
+                               "\"allow_users\": [\"daemon\"]},"
+                               "{\"name\": \"open\", \"transport\": \"shm\"}]}",
+                               test_net_host_addr4(net, 1)), 0);
+        datd[1].netns = test_net_host_ns(net, 1);
+        cr_assert_eq(datd_start(&datd[1], config), 0);
+        cr_assert_eq(test_net_datd_start(net, 0, &datd[0]), 0);
+        cr_assert_eq(cc_open(&a, datd[1].socket_path, "secure"), 0);
+        expect_listen(&a, SECURE_QUAL);
+}
+
+static struct sockaddr_storage nobody_to;
+static socklen_t nobody_to_len;
+
+/* As nobody, refused IA "secure": CONNECT through host 1's IA "open" to
+ * nobody_to, conn_qual SECURE_QUAL; the EV_CONN it got, or -errno. */
+static int nobody_connects(void *arg)
+{
+        struct cc u = { .fd = -1 };
+        union datp_message ev;
+        uint32_t conn;
+        long s;
+        int r;
+
+        (void) arg;
+        r = cc_open(&u, datd[1].socket_path, "open");
+        if (r < 0)
+                return r;
+        s = cc_connect(&u, (struct sockaddr *) &nobody_to, nobody_to_len, SECURE_QUAL, UINT64_MAX,
+                       NULL, 0, &conn);
+        r = s != DAT_SUCCESS ? -EPROTO : cc_event(&u, DATP_EV_CONN, &ev, EV_MS);
+        cc_close(&u);
+        return r < 0 ? r : (int) ev.ev_conn.event;
+}
+
+/* nobody_connects() to ss in a child: its result. */
+static int nobody_connect_to(const struct sockaddr_storage *ss, socklen_t len)
+{
+        int result_fd, result = -ETIMEDOUT;
+        pid_t kid;
+
+        nobody_to = *ss;
+        nobody_to_len = len;
+        kid = child_run_as(NOBODY_UID, NOGROUP_GID, nobody_connects, NULL, 0, &result_fd);
+        cr_assert_gt(kid, 0);
+        cr_expect_eq(child_result(result_fd, 2 * EV_MS, &result), 0);
+        close(result_fd);
+        child_kill(&kid);
+        return result;
+}
+
+/* connect(2) takes 0.0.0.0 and :: for this host, and so does datd: as
+ * loopback, they stay on the connecting IA.  They went to the CM port of
+ * datd itself, whose request came back as another host's and reached the
+ * first tcp IA, restricted or not: nobody reached secure's listener through
+ * "open" (the review's repro). */
+Test(datd_conn_hosts, the_unspecified_address_stays_on_the_connecting_ia)
+{
+        static const char *const unspecified[] = { "0.0.0.0", "::" };
+        struct sockaddr_storage to;
+        uint32_t c;
+
+        start_secure(2);
+        cr_assert_eq(cc_open(&b, datd[1].socket_path, "open"), 0);
+        cr_assert_eq(cc_open(&x, datd[1].socket_path, "open"), 0);
+        expect_listen(&b, SECURE_QUAL + 1);
+        for (size_t i = 0; i < ARRAY_SIZE(unspecified); i++) {
+                socklen_t len = i == 0 ? cc_addr4(&to, unspecified[i]) : cc_addr6(&to, unspecified[i]);
+                int result = nobody_connect_to(&to, len);
+
+                /* "open" has no listener at SECURE_QUAL. */
+                cr_expect_eq(result, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, "%s: %d",
+                             unspecified[i], result);
+                cr_expect_eq(cc_no_event(&a, DATP_EV_CONN_REQUEST, QUIET_MS), 0,
+                             "%s: secure's listener heard of nobody", unspecified[i]);
+                /* ... and "open"'s own listener is there. */
+                c = expect_connect(&x, &to, len, SECURE_QUAL + 1, UINT64_MAX, NULL, 0);
+                cr_assert_eq(cc_reject(&b, expect_request(&b, NULL), NULL, 0), DAT_SUCCESS);
+                expect_ev_conn(&x, c, DAT_CONNECTION_EVENT_PEER_REJECTED, NULL);
+        }
+        stop();
+}
+
+/* ::ffff:a.b.c.d is a.b.c.d: an IA's address in that form is the IA, its
+ * policy included.  Not recognised, it went to datd's own CM port, and
+ * nobody reached secure's listener. */
+Test(datd_conn_hosts, a_v4_mapped_address_is_its_ipv4_address)
+{
+        _cleanup_free_ char *mapped = NULL;
+        struct sockaddr_storage to;
+        socklen_t len;
+        int result;
+
+        start_secure(2);
+        cr_assert_geq(asprintf(&mapped, "::ffff:%s", test_net_host_addr4(net, 1)), 0);
+        len = cc_addr6(&to, mapped);
+        result = nobody_connect_to(&to, len);
+        cr_expect_eq(result, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, "nobody's connection: %d", result);
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CONN_REQUEST, QUIET_MS), 0,
+                     "secure's listener heard of nobody");
+        /* root, through "open", reaches secure's listener at that address. */
+        cr_assert_eq(cc_open(&x, datd[1].socket_path, "open"), 0);
+        expect_connect(&x, &to, len, SECURE_QUAL, UINT64_MAX, NULL, 0);
+        expect_request(&a, NULL);
+        stop();
+}
+
+/* A restricted IA is reached from another host at its own address only,
+ * never as the stand-in for an address of the host no tcp IA has (here
+ * host 1's IPv6 address): datd.conf(5), ACCESS POLICY.  The first tcp IA
+ * stood in, whatever its policy. */
+Test(datd_conn_hosts, a_restricted_ia_stands_in_for_no_other_address)
+{
+        struct sockaddr_storage to;
+        socklen_t len;
+        uint32_t c;
+
+        start_secure(2);
+        cr_assert_eq(cc_open(&b, datd[0].socket_path, "tcp"), 0);
+        len = cc_addr6(&to, test_net_host_addr6(net, 1));
+        c = expect_connect(&b, &to, len, SECURE_QUAL, UINT64_MAX, NULL, 0);
+        expect_ev_conn(&b, c, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, NULL);
+        cr_expect_eq(cc_no_event(&a, DATP_EV_CONN_REQUEST, QUIET_MS), 0,
+                     "secure's listener heard of a request for another address");
+        len = cc_addr4(&to, test_net_host_addr4(net, 1));
+        expect_connect(&b, &to, len, SECURE_QUAL, UINT64_MAX, NULL, 0);
+        expect_request(&a, NULL);
+        stop();
+}
+
+/* Whether datd answers a HELLO of host_id on a link from host `from` to
+ * host 1's address `to` (0: EOF or a reset first, within 1 s). */
+static bool hello_answered(unsigned from, const char *to, const uint8_t host_id[16])
+{
+        struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(CM_PORT) };
+        struct cm_hello hello = { .keepalive_ms = htonl(1000) };
+        struct timeval tv = { .tv_sec = 1 };
+        int fd = test_net_socket(net, from, AF_INET, SOCK_STREAM, 0);
+        bool answered;
+
+        cr_assert_geq(fd, 0);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        inet_pton(AF_INET, to, &sin.sin_addr);
+        cr_assert_eq(connect(fd, (struct sockaddr *) &sin, sizeof(sin)), 0, "%s", strerror(errno));
+        cm_header(&hello.hdr, CM_HELLO, sizeof(hello));
+        memcpy(hello.host_id, host_id, sizeof(hello.host_id));
+        cm_write(fd, &hello, sizeof(hello));
+        answered = read(fd, &hello, sizeof(hello)) == (ssize_t) sizeof(hello);
+        close(fd);
+        return answered;
+}
+
+/* A CM link is never to this host (PROTOCOL.md §14): what comes over a
+ * link is another host's, out of reach of the IAs' policy.  A HELLO with
+ * datd's own host_id is refused either way (a link datd made to itself),
+ * and so is one on a connection from an address of this host, where no
+ * other datd runs.  Both were taken as another host's datd. */
+Test(datd_conn_hosts, a_cm_link_to_this_host_is_refused)
+{
+        struct cm_hello own;
+        struct sockaddr_storage host2;
+        socklen_t len;
+        uint32_t b_conn;
+        int link, lfd;
+
+        start(3);       /* host 2 has no datd: the test is its datd */
+        /* datd 1's host_id, from its answer to a link of host 2. */
+        link = fake_link();
+        cm_read(link, CM_HELLO, &own, sizeof(own));
+        cr_expect(!hello_answered(0, test_net_host_addr4(net, 1), own.host_id),
+                  "a HELLO with datd's own host_id made a link");
+        cr_expect(!hello_answered(1, "127.0.0.1", (const uint8_t *) "from-this-host-1"),
+                  "a link from loopback was taken for another host's");
+        cr_expect(!hello_answered(1, test_net_host_addr4(net, 1), (const uint8_t *) "from-this-host-2"),
+                  "a link from this host's address was taken for another host's");
+        close(link);
+
+        /* Outgoing: host 2 answers datd 0's HELLO with datd 0's own. */
+        lfd = cm_listen_on_host2();
+        len = cc_addr4(&host2, test_net_host_addr4(net, 2));
+        b_conn = expect_connect(&b, &host2, len, 131, UINT64_MAX, NULL, 0);
+        {
+                struct pollfd p = { .fd = lfd, .events = POLLIN };
+                struct timeval tv = { .tv_sec = 2 };
+                uint8_t buf[CM_MAX_MESSAGE];
+                ssize_t n;
+
+                cr_assert_eq(poll(&p, 1, 5000), 1, "host 0's datd did not connect");
+                link = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+                cr_assert_geq(link, 0, "%s", strerror(errno));
+                setsockopt(link, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                cm_read(link, CM_HELLO, &own, sizeof(own));
+                cm_write(link, &own, sizeof(own));
+                expect_ev_conn(&b, b_conn, DAT_CONNECTION_EVENT_UNREACHABLE, NULL);
+                /* Its CONNECT_REQ went out behind its HELLO; then the close. */
+                do
+                        n = read(link, buf, sizeof(buf));
+                while (n > 0);
+                cr_expect(n == 0 || errno == ECONNRESET, "the link to itself was not closed (%s)",
+                          strerror(errno));
+        }
+        close(link);
+        close(lfd);
+        stop();
+}
