@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon/config.h"
 #include "daemon/ia.h"
 #include "daemon/log.h"
 #include "daemon/manager.h"
+#include "daemon/runtime_dir.h"
 
 typedef struct Arguments {
         const char *config_path;   /* NULL: the default file */
@@ -127,16 +129,24 @@ static int apply_arguments(Config *c, const Arguments *a)
 
 /* --check-config: what startup would refuse, short of binding anything.
  * Addresses and interfaces are only resolved against this host's when the
- * IAs are built, so they are built here too, and thrown away. */
+ * IAs are built, so they are built here too, and thrown away.  The runtime
+ * directory is checked as the start checks it when it exists; a missing one
+ * the start makes. */
 static int check_config(const Config *config)
 {
         IaRegistry ias = {};
+        struct stat st;
         int r;
 
         r = ia_registry_build(&ias, config);
         ia_registry_done(&ias);
         if (r < 0)
                 return r;
+        if (lstat(config->runtime_dir, &st) == 0 || errno != ENOENT) {
+                r = runtime_dir_check(config->runtime_dir);
+                if (r < 0)
+                        return r;
+        }
         printf("%s: OK\n", config->path ? config->path : "built-in defaults");
         return 0;
 }
@@ -160,15 +170,17 @@ int main(int argc, char *argv[])
         r = config_load(a.config_path, &config);
         if (r < 0)
                 return EXIT_FAILURE;
-        if (a.check_config) {
-                r = check_config(config);
-                config_free(config);
-                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
-        }
+        /* Before the check: it checks the runtime directory the start
+         * would use. */
         r = apply_arguments(config, &a);
         if (r < 0) {
                 config_free(config);
                 return EXIT_FAILURE;
+        }
+        if (a.check_config) {
+                r = check_config(config);
+                config_free(config);
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
 
         /* sd-event receives these through a signalfd; they must not be

@@ -20,6 +20,7 @@ daemon_datd_SOURCES = \
 	daemon/peer.c \
 	daemon/policy.c \
 	daemon/ratelimit.c \
+	daemon/runtime_dir.c \
 	daemon/utf8.c \
 	daemon/uid_budget.c \
 	daemon/log.c
@@ -49,6 +50,7 @@ noinst_HEADERS += \
 	daemon/peer.h \
 	daemon/policy.h \
 	daemon/ratelimit.h \
+	daemon/runtime_dir.h \
 	daemon/uid_budget.h \
 	daemon/utf8.h
 

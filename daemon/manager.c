@@ -23,6 +23,7 @@
 #include "daemon/log.h"
 #include "daemon/manager.h"
 #include "daemon/policy.h"
+#include "daemon/runtime_dir.h"
 #include "daemon/uid_budget.h"
 
 /* Connections taken per wakeup of the listening socket. */
@@ -344,39 +345,6 @@ static int manager_setup_listen(Manager *m)
         return 0;
 }
 
-/* Whoever may write to the runtime directory may replace datd's sockets
- * with his own, or plant a link where datd is about to create one: the
- * directory must be datd's (systemd's RuntimeDirectory= makes it so), and
- * nobody else's to write, sticky bit or not. */
-static int check_runtime_dir(const char *dir)
-{
-        struct stat st;
-
-        if (lstat(dir, &st) < 0)
-                return log_error_errno(-errno, "Failed to look at the runtime directory %s: %m", dir);
-        if (!S_ISDIR(st.st_mode))
-                return log_error_errno(-ENOTDIR, "Refusing the runtime directory %s: it is not a "
-                                       "directory (a symbolic link?).", dir);
-        if (st.st_uid != geteuid())
-                return log_error_errno(-EPERM, "Refusing the runtime directory %s: it belongs to "
-                                       "uid %u, not to datd's uid %u.", dir, (unsigned) st.st_uid,
-                                       (unsigned) geteuid());
-        if (st.st_mode & (S_IWGRP | S_IWOTH))
-                return log_error_errno(-EPERM, "Refusing the runtime directory %s: mode %04o lets "
-                                       "others than its owner write to it.", dir,
-                                       (unsigned) (st.st_mode & 07777));
-        return 0;
-}
-
-static int mkdir_runtime_dir(const char *dir)
-{
-        /* systemd's RuntimeDirectory= makes it; otherwise it is ours, 0755 so
-         * that every user can reach the sockets inside. */
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(-errno, "Failed to create %s: %m", dir);
-        return check_runtime_dir(dir);
-}
-
 /* Up to 65536 clients plus their fds: the soft limit of 1024 that services
  * start with is too low, and datd never uses select(). */
 static void bump_nofile_limit(void)
@@ -430,7 +398,7 @@ int manager_startup(Manager *m)
         r = manager_setup_signals(m);
         if (r < 0)
                 return r;
-        r = mkdir_runtime_dir(m->runtime_dir);
+        r = runtime_dir_make(m->runtime_dir);
         if (r < 0)
                 return r;
         r = host_addrs_new(m->event, &m->host_addrs);

@@ -263,6 +263,43 @@ Test(datd_lifecycle, refuses_a_runtime_dir_others_may_write_sticky_or_not)
         expect_runtime_dir_refused(0, 01777, "mode 1777 lets others than its owner write to it");
 }
 
+/* --check-config says OK to no runtime directory the start refuses: one that
+ * exists is checked as the start checks it, named in datd.conf or on the
+ * command line; a missing one the start would make, and passes. */
+Test(datd_lifecycle, check_config_refuses_a_runtime_dir_the_start_refuses)
+{
+        static const char needle[] = "mode 0775 lets others than its owner write to it";
+        char json[256], *out = NULL;
+        int r;
+
+        snprintf(made_dir, sizeof(made_dir), "/tmp/datd-check-%d", (int) getpid());
+        snprintf(json, sizeof(json), "{\"verbs\": false, \"runtime_dir\": \"%s\"}", made_dir);
+        r = check_config(json, &out);
+        cr_expect_eq(r, 0, "a missing runtime dir: exit %d: %s", r, out);
+        free(out);
+        out = NULL;
+        cr_assert_eq(mkdir(made_dir, 0755), 0, "%s", strerror(errno));
+        cr_assert_eq(chmod(made_dir, 0775), 0, "%s", strerror(errno));
+        r = check_config(json, &out);
+        cr_expect_eq(r, 1, "exit %d: %s", r, out);
+        cr_expect(out && strstr(out, needle), "\"%s\" not in: %s", needle, out ? out : "");
+        free(out);
+        out = NULL;
+        r = run_datd((const char *const[]){ "--check-config", "--config",
+                                            write_config("{\"verbs\": false}"), "--runtime-dir",
+                                            made_dir, NULL }, &out);
+        cr_expect_eq(r, 1, "--runtime-dir: exit %d: %s", r, out);
+        cr_expect(out && strstr(out, needle), "\"%s\" not in: %s", needle, out ? out : "");
+        free(out);
+        out = NULL;
+        /* The start: the same words. */
+        r = run_datd((const char *const[]){ "--config", write_config(json), "--bus", "none",
+                                            "--log-target", "console", NULL }, &out);
+        cr_expect_eq(r, 1, "the start: exit %d: %s", r, out);
+        cr_expect(out && strstr(out, needle), "\"%s\" not in: %s", needle, out ? out : "");
+        free(out);
+}
+
 /* ---- the command line ------------------------------------------------------ */
 
 Test(datd_lifecycle, version_prints_the_package_version)
