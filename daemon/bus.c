@@ -513,6 +513,7 @@ static BusConnection *bus_connection_free(BusConnection *c)
                 c->manager->n_bus_connections--;
         }
         sd_event_source_disable_unref(c->idle_timer);
+        write_progress_free(c->reading);
         sd_bus_close_unref(c->bus);
         free(c);
         return NULL;
@@ -548,11 +549,26 @@ static int bus_connection_on_message(sd_bus_message *msg, void *userdata, sd_bus
                 bus_connection_free(c);
                 return 1;
         }
-        c->queued_at_idle_check = UINT64_MAX;
+        c->reading = write_progress_free(c->reading);
         if (sd_event_source_set_time_relative(c->idle_timer,
                                               (uint64_t) m->config->limits.bus_idle_timeout_ms * 1000) < 0)
                 log_debug("Failed to push back a bus connection's idle timeout.");
         return 0;
+}
+
+/* Whether c, sent nothing for a period, is still reading what waits for
+ * it: at the first such period, replies waiting is enough (they may have
+ * just been made); after that, it must have read some bytes in the period
+ * (write_progress.h).  Counting the replies that wait was no measure: one
+ * large reply is one until its last byte, and a peer reading it went after
+ * two periods. */
+static bool bus_connection_reads(BusConnection *c)
+{
+        if (bus_connection_queued_replies(c) == 0)
+                return false;
+        if (c->reading)
+                return write_progress_made(c->reading);
+        return write_progress_new(c->manager->event, sd_bus_get_fd(c->bus), &c->reading) >= 0;
 }
 
 /* No message for bus_idle_timeout_ms: datctl and busctl make a call or two
@@ -562,11 +578,9 @@ static int bus_connection_on_idle(sd_event_source *s, uint64_t usec, void *userd
 {
         BusConnection *c = userdata;
         Manager *m = c->manager;
-        uint64_t queued = bus_connection_queued_replies(c);
         int r;
 
-        if (queued > 0 && queued < c->queued_at_idle_check) {
-                c->queued_at_idle_check = queued;
+        if (bus_connection_reads(c)) {
                 r = sd_event_source_set_time_relative(s, (uint64_t) m->config->limits.bus_idle_timeout_ms * 1000);
                 if (r >= 0)
                         r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -590,7 +604,6 @@ static int bus_connection_new(Manager *m, int fd, uid_t uid)
                 return log_oom();
         }
         c->uid = uid;
-        c->queued_at_idle_check = UINT64_MAX;
         r = sd_bus_new(&c->bus);
         if (r < 0) {
                 close(fd);

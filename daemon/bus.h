@@ -8,6 +8,7 @@
 
 #include "daemon/list.h"
 #include "daemon/manager.h"
+#include "daemon/write_progress.h"
 
 #define DATD_BUS_NAME "org.datd.Datd1"
 #define DATD_BUS_PATH "/org/datd/Datd1"
@@ -21,9 +22,9 @@ struct BusConnection {
         sd_bus *bus;
         /* limits.bus_idle_timeout_ms after the last message it sent. */
         sd_event_source *idle_timer;
-        /* Replies waiting to be written when the timer last fired, to see
-         * whether the peer reads them; UINT64_MAX after it sent something. */
-        uint64_t queued_at_idle_check;
+        /* Whether the peer reads the replies still waiting, from the first
+         * time the timer found some; NULL after it sent something. */
+        WriteProgress *reading;
         LIST_FIELDS(BusConnection, connections);
 };
 

@@ -23,6 +23,7 @@ daemon_datd_SOURCES = \
 	daemon/runtime_dir.c \
 	daemon/utf8.c \
 	daemon/uid_budget.c \
+	daemon/write_progress.c \
 	daemon/log.c
 daemon_datd_CFLAGS = $(AM_CFLAGS) $(SYSTEMD_CFLAGS) $(JANSSON_CFLAGS)
 daemon_datd_LDADD = proto/libdatp.la $(SYSTEMD_LIBS) $(JANSSON_LIBS)
@@ -51,6 +52,7 @@ noinst_HEADERS += \
 	daemon/policy.h \
 	daemon/ratelimit.h \
 	daemon/runtime_dir.h \
+	daemon/write_progress.h \
 	daemon/uid_budget.h \
 	daemon/utf8.h
 

@@ -12,6 +12,9 @@
 #define DATD_OWN_FDS 64u
 /* A client: its socket and its pidfd (client_pidfd()). */
 #define FDS_PER_CLIENT 2u
+/* A bus.sock connection: its socket, and while a reply waits for it the
+ * duplicate that watches its reading (write_progress.h). */
+#define FDS_PER_BUS_CONNECTION 2u
 /* A CM link, and the incoming sockets not identified yet that cm.c allows
  * per max_cm_links (CM_UNIDENTIFIED_PER_LINK). */
 #define FDS_PER_CM_LINK 17u
@@ -26,7 +29,8 @@ static const char *const limit_names[_UID_RESOURCE_MAX] = {
 static void fd_budget_fit(UidBudgets *t, const Limits *l, uint64_t nofile)
 {
         t->fd_reserve = DATD_OWN_FDS + (uint64_t) FDS_PER_CLIENT * l->max_clients +
-                        l->max_bus_connections + (uint64_t) FDS_PER_CM_LINK * l->max_cm_links;
+                        (uint64_t) FDS_PER_BUS_CONNECTION * l->max_bus_connections +
+                        (uint64_t) FDS_PER_CM_LINK * l->max_cm_links;
         if (nofile > t->fd_reserve)
                 t->fd_pool = nofile - t->fd_reserve;
         else {

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dat2/udat.h>
+
 #include "tests/daemon/bus-client.h"
 #include "tests/daemon/child.h"
+#include "tests/daemon/raw-client.h"
 #include "tests/harness.h"
 
 static struct datd_instance d;
@@ -183,6 +187,138 @@ Test(datd_bus_limits, an_idle_authenticated_connection_is_closed_too)
                 if (sd_bus_process(bus, NULL) == 0)
                         (void) sd_bus_wait(bus, 100000);
         cr_expect_leq(sd_bus_is_open(bus), 0, "the idle connection was not closed");
+        stop();
+}
+
+/* A raw client of datd with n EPs on IA ia: its socket. */
+static int make_endpoints(const char *ia, unsigned n)
+{
+        struct datp_ia_open_reply open;
+        int sock = raw_connect_hello(d.socket_path);
+
+        cr_assert_geq(sock, 0, "connect + HELLO: %s", strerror(-sock));
+        cr_assert_eq(raw_ia_open(sock, ia, &open), 0);
+        cr_assert_eq(open.status.dat_status, DAT_SUCCESS);
+        for (unsigned i = 0; i < n; i++) {
+                struct datp_obj_create_reply reply;
+                struct datp_obj_desc desc;
+
+                raw_obj_desc(&desc, DATP_OBJ_EP, 0x1000 + i, 0);
+                cr_assert_eq(raw_obj_create(sock, open.ia_id, &desc, &reply), 0);
+                cr_assert_eq(reply.status.dat_status, DAT_SUCCESS, "EP %u: 0x%08x", i,
+                             reply.status.dat_status);
+        }
+        return sock;
+}
+
+/* Reads fd, at most chunk bytes every 20 ms, until the first method
+ * return or error has come whole (D-Bus messages, little-endian as sd-bus
+ * writes here: type at byte 1, body length at 4, header fields' length at
+ * 12), within ms milliseconds.  The bytes of that reply, or -1 if the
+ * connection ended first (EOF, a reset) or the time ran out. */
+static long long read_reply_slowly(int fd, size_t chunk, long long ms)
+{
+        static uint8_t buf[1 << 17];
+        uint8_t head[16];
+        long long end = now_ms() + ms, left = -1;
+        size_t got = 0;         /* of the current message's 16 first bytes */
+        uint32_t body = 0, fields = 0;
+
+        cr_assert_leq(chunk, sizeof(buf));
+        while (now_ms() < end) {
+                ssize_t n = recv(fd, buf, chunk, MSG_DONTWAIT);
+
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                        return -1;
+                for (ssize_t i = 0; i < n;) {
+                        long long take;
+
+                        if (got < sizeof(head)) {
+                                head[got++] = buf[i++];
+                                if (got < sizeof(head))
+                                        continue;
+                                memcpy(&body, head + 4, 4);
+                                memcpy(&fields, head + 12, 4);
+                                left = (long long) ((fields + 7) & ~7u) + body;
+                        }
+                        take = n - i < left ? n - i : left;
+                        i += take;
+                        left -= take;
+                        if (left == 0) {
+                                if (head[1] == 2 || head[1] == 3)
+                                        return 16 + (long long) ((fields + 7) & ~7u) + body;
+                                got = 0;        /* a signal: the next message */
+                        }
+                }
+                usleep(20000);
+        }
+        return -1;
+}
+
+/* An IA name of 250 bytes, for rows of 330 bytes in ListEndpoints. */
+#define LONG_IA_NAME \
+        "an-ia-with-a-long-name-an-ia-with-a-long-name-an-ia-with-a-long-name-an-ia-with-a-" \
+        "long-name-an-ia-with-a-long-name-an-ia-with-a-long-name-an-ia-with-a-long-name-an-" \
+        "ia-with-a-long-name-an-ia-with-a-long-name-an-ia-with-a-long-name-an-ia-with-a-long"
+
+/* A datd whose ListEndpoints reply is 24 MB (72 000 EPs of a raw client,
+ * *sock), more than a bus socket holds (sd-bus asks for 8 MiB, which the
+ * kernel doubles), and bus_idle_timeout_ms 100; ListEndpoints called on
+ * bus, not read: the socket to read it from. */
+static int call_for_a_large_reply(int *sock)
+{
+        sd_bus_message *call = NULL;
+        uint64_t cookie;
+        int fd, r;
+
+        cr_assert_eq(datd_start(&d, "{\"log_level\": \"debug\", \"verbs\": false, \"ias\": [{\"name\": \""
+                                    LONG_IA_NAME "\", \"transport\": \"shm\"}], \"limits\": "
+                                    "{\"bus_idle_timeout_ms\": 100, \"max_eps\": 131072}}"), 0);
+        *sock = make_endpoints(LONG_IA_NAME, 72000);
+        cr_assert_eq(bus_client_open(d.bus_address, &bus), 0);
+        r = sd_bus_message_new_method_call(bus, &call, DATD_BUS_DEST, DATD_BUS_OBJECT, DATD_BUS_IFACE,
+                                           "ListEndpoints");
+        if (r >= 0)
+                r = sd_bus_send(bus, call, &cookie);
+        sd_bus_message_unref(call);
+        if (r >= 0)
+                r = sd_bus_flush(bus);
+        cr_assert_geq(r, 0, "calling: %s", strerror(-r));
+        /* From here the test reads the socket itself, sd-bus no more. */
+        fd = sd_bus_get_fd(bus);
+        cr_assert_geq(fd, 0);
+        return fd;
+}
+
+/* bus_idle_timeout_ms (datd.conf(5), DBUS-API.md): a connection that sends
+ * nothing stays while a reply is still being written to it and it keeps
+ * reading.  The large reply read 128 KiB every 20 ms, over many periods,
+ * comes whole.  Progress was measured in replies waiting, and one reply is
+ * one until its last byte: datd closed the connection after two periods,
+ * and the reader got what the socket held and an EOF. */
+Test(datd_bus_limits, a_peer_reading_one_large_reply_slowly_gets_all_of_it)
+{
+        int sock, fd = call_for_a_large_reply(&sock);
+        long long size = read_reply_slowly(fd, 1 << 17, 15000);
+
+        cr_expect_gt(size, 20 << 20, "the reply did not come whole (%lld)", size);
+        close(sock);
+        stop();
+}
+
+/* ... and one that stops reading it is closed all the same: here it reads
+ * nothing for a second (ten periods), then finds the end of what the
+ * socket held, and an EOF. */
+Test(datd_bus_limits, a_peer_that_stops_reading_a_large_reply_is_closed)
+{
+        int sock, fd = call_for_a_large_reply(&sock);
+        long long size;
+
+        usleep(1000 * 1000);
+        size = read_reply_slowly(fd, 1 << 17, 15000);
+        cr_expect_eq(size, -1, "datd kept a peer that read nothing (%lld)", size);
+        cr_expect_geq(log_lines_with("idle for"), 1, "the close was not logged");
+        close(sock);
         stop();
 }
 
