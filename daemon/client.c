@@ -338,6 +338,17 @@ static int client_send_owing(Client *c, const struct datp_header *msg, const int
                 if (nfds == 0 && !c->pending && msg->length <= sizeof(held.msg[0])) {
                         if (held.n == HELD_MAX)
                                 held_flush();
+                        /* An ending event held here is not charged
+                         * (client_send_ending) until the batch's end finds
+                         * no room and queues it: making room under
+                         * max_shm_bytes_per_client drops channels and takes
+                         * their bytes for a new one in the same request
+                         * (conn.c), and a DISCONNECT then CONNECT at the
+                         * limit in one batch would depend on how the
+                         * packets were read.  So a client may hold up to
+                         * HELD_MAX ended things more than its quotas for as
+                         * long as the socket cannot take their events:
+                         * datd.conf(5), max_pending_replies. */
                         held.to[held.n] = c;
                         held.owed[held.n] = *owed;
                         memcpy(&held.msg[held.n], msg, msg->length);

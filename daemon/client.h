@@ -109,7 +109,9 @@ int client_send_fds(Client *c, const struct datp_header *msg, const int *fds, un
  * shm_bytes).  The caller has already let go of it.  If the message must
  * wait for room it does not count against max_pending_replies: it keeps
  * what it ended charged to the client (max_connections_per_client,
- * max_shm_bytes_per_client) until it is written instead.  A peer's exit or
+ * max_shm_bytes_per_client) until it is written instead (one held to the
+ * end of a batch is charged only if it is then queued: client.c says why,
+ * and what it costs).  A peer's exit or
  * a lost CM link makes one for every end a client has at once, and must
  * not get a client that reads its socket dropped; each end and channel
  * ends once, so the client's own quotas bound the queue.  -errno as
